@@ -1,0 +1,16 @@
+import type { ServerConfig } from '../config/server-config.js';
+import type { Logger } from '../log.js';
+import type { SessionStore } from '../sessions/session-store.js';
+import type { UserDirectory } from '../users/user-directory.js';
+import type { LoginLimiter } from './login-limiter.js';
+
+/** What the auth endpoints work with. */
+export interface AuthServices {
+  config: ServerConfig;
+  sessions: SessionStore;
+  users: UserDirectory;
+  limiter: LoginLimiter;
+  log: Logger;
+}
+
+export const isoTime = (epochMs: number): string => new Date(epochMs).toISOString();

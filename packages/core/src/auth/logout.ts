@@ -1,0 +1,11 @@
+import type { GatewayMiddleware } from '../http/context.js';
+import { sendData } from '../http/envelope.js';
+import type { AuthServices } from './auth-services.js';
+
+/** POST {base}/auth/logout: ends the calling session, durably, before answering. */
+export function logout({ sessions }: AuthServices): GatewayMiddleware {
+  return async (ctx) => {
+    await sessions.end(ctx.state.session!);
+    sendData(ctx, { logged_out: true });
+  };
+}

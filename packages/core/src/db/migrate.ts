@@ -1,0 +1,20 @@
+import type { Knex } from 'knex';
+import type { Database } from './connect.js';
+import * as initial from './migrations/001_initial.js';
+
+/** Migrations are compiled in, not globbed from disk, so the installed binary carries them. */
+const migrations: Record<string, Knex.Migration> = {
+  '001_initial': initial,
+};
+
+const source: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations).sort(),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name]!,
+};
+
+/** Brings the schema up to date; returns the names of the migrations it ran. */
+export async function migrateToLatest(db: Database): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest({ migrationSource: source, tableName: 'tkgate_migrations' })) as [number, string[]];
+  return applied;
+}

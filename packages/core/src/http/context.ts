@@ -1,0 +1,22 @@
+import type Koa from 'koa';
+import type { RequestContext } from '../plugins/plugin-api.js';
+import type { Session } from '../sessions/session.js';
+import type { CompiledEndpoint, CompiledToolkit } from '../toolkits/compiled-toolkit.js';
+import type { CallerRecord } from '../users/user-directory.js';
+
+/** What the middleware stack learns about a request, in the order it learns it. */
+export interface GatewayState {
+  requestId: string;
+  session?: Session;
+  caller?: CallerRecord;
+  /** Toolkit pipeline, step by step (see pipeline/toolkit-pipeline.ts). */
+  toolkit?: CompiledToolkit;
+  endpoint?: CompiledEndpoint;
+  payload?: Record<string, unknown>;
+  dbContext?: Record<string, unknown>;
+  toolkitGroup?: string | null;
+  requestContext?: RequestContext;
+}
+
+export type GatewayContext = Koa.ParameterizedContext<GatewayState>;
+export type GatewayMiddleware = Koa.Middleware<GatewayState>;

@@ -1,0 +1,50 @@
+/** @tkgate/core: the public surface used by the tkgate CLI and by plugins. */
+export { loadServerConfig, ConfigError, DEFAULT_PLUGINS } from './config/server-config.js';
+export type { ServerConfig, LoadConfigOptions } from './config/server-config.js';
+export { parseDuration } from './config/duration.js';
+export { createLogger } from './log.js';
+export type { Logger, LogLevel, LogFields } from './log.js';
+export {
+  GatewayError,
+  invalidPayload,
+  payloadTooLarge,
+  unauthorized,
+  forbidden,
+  notFound,
+  methodNotAllowed,
+  rateLimited,
+  internalError,
+} from './errors.js';
+export type { FieldProblem, GatewayErrorOptions } from './errors.js';
+export { openDatabase } from './db/connect.js';
+export type { Database } from './db/connect.js';
+export { migrateToLatest } from './db/migrate.js';
+export { startGateway } from './gateway.js';
+export type { RunningGateway } from './gateway.js';
+export { addUser, setPassword, setDisabled, setPower, setCoreGroup, listUsers, revokeSessions } from './admin/user-admin.js';
+export type { NewUser, UserListing } from './admin/user-admin.js';
+export { addGroup, associate, override } from './admin/group-admin.js';
+export { userIdOf } from './admin/lookups.js';
+
+// The plugin API (docs/plugins.md): the same surface the built-in endpoint types use.
+export { PLUGIN_API_VERSION, StreamedResponse } from './plugins/plugin-api.js';
+export type {
+  TkgatePlugin,
+  PluginApi,
+  EndpointType,
+  EndpointCall,
+  EndpointIdentity,
+  CheckEnvironment,
+  ConfigIssue,
+  RequestContext,
+  NamedFunction,
+  FunctionCall,
+  PreparedRead,
+  BodyWriter,
+} from './plugins/plugin-api.js';
+export { DatabaseSchema, unreadable, CORE_TABLES } from './toolkits/database-schema.js';
+/** zod, for plugin config schemas (any Standard Schema library works too). */
+export { z } from 'zod';
+export { durationMs } from './plugins/config-schemas.js';
+export { checkToolkitDirectory } from './toolkits/check-directory.js';
+export type { ToolkitProblem } from './toolkits/config-issues.js';

@@ -1,0 +1,37 @@
+/**
+ * A small structured logger: one JSON object per line on stdout, so ops can grep or ship it.
+ * Secrets never go through here: callers log token hashes' prefixes at most, never tokens.
+ */
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+const rank: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 };
+
+export type LogFields = Record<string, unknown>;
+
+export interface Logger {
+  error(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  info(msg: string, fields?: LogFields): void;
+  debug(msg: string, fields?: LogFields): void;
+}
+
+export type LogSink = (line: string) => void;
+
+const writeStdout: LogSink = (line) => process.stdout.write(line + '\n');
+
+function describeError(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const described: Record<string, unknown> = { message: err.message, name: err.name };
+  if (err.stack) described.stack = err.stack;
+  if (err.cause !== undefined) described.cause = describeError(err.cause);
+  return described;
+}
+
+export function createLogger(level: LogLevel = 'info', sink: LogSink = writeStdout): Logger {
+  const emit = (at: LogLevel) => (msg: string, fields: LogFields = {}) => {
+    if (rank[at] > rank[level]) return;
+    const record: LogFields = { time: new Date().toISOString(), level: at, msg };
+    for (const [key, value] of Object.entries(fields)) record[key] = key === 'err' ? describeError(value) : value;
+    sink(JSON.stringify(record));
+  };
+  return { error: emit('error'), warn: emit('warn'), info: emit('info'), debug: emit('debug') };
+}

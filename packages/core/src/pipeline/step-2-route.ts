@@ -1,0 +1,17 @@
+import { methodNotAllowed, notFound } from '../errors.js';
+import type { GatewayMiddleware } from '../http/context.js';
+
+/** Step 2: the path after the toolkit name names an endpoint (else 404 endpoint_not_found) that takes this method (else 405). */
+export function routeStep(basePath: string): GatewayMiddleware {
+  return async (ctx, next) => {
+    const toolkit = ctx.state.toolkit!;
+    const prefix = `${basePath}/tk/${toolkit.kind}/${toolkit.name}/`;
+    const endpointPath = ctx.path.startsWith(prefix) ? ctx.path.slice(prefix.length).replace(/\/$/, '') : '';
+    const byMethod = toolkit.routes.get(endpointPath);
+    if (!byMethod) throw notFound('endpoint_not_found', `toolkit ${toolkit.name} has no endpoint ${endpointPath || '(empty path)'}`);
+    const endpoint = byMethod.get(ctx.method);
+    if (!endpoint) throw methodNotAllowed([...byMethod.keys()]);
+    ctx.state.endpoint = endpoint;
+    await next();
+  };
+}

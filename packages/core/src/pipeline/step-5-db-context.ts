@@ -1,0 +1,62 @@
+import type { Database } from '../db/connect.js';
+import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
+import { GatewayError, invalidPayload } from '../errors.js';
+import type { GatewayMiddleware } from '../http/context.js';
+import type { DbContextEntry } from '../toolkits/db-context-entries.js';
+
+/** Most rows a filtered inject_db_context entry returns. */
+export const MAX_FILTERED_ROWS = 1000;
+
+/**
+ * Step 5: inject_db_context values. Table and column names come from configuration checked against
+ * the schema at load; the caller's id and payload values are bound parameters. A failing query is
+ * 500 db_context_failed; a $payload field that is absent is 400.
+ */
+export function dbContextStep(db: Database, reads: PreparedReads): GatewayMiddleware {
+  /** Each entry's query, prepared on first use; a reload makes new entries, so old ones just go. */
+  const prepared = new WeakMap<DbContextEntry, PreparedRead>();
+  const queryOf = (entry: DbContextEntry) => {
+    let read = prepared.get(entry);
+    if (!read) prepared.set(entry, (read = prepareEntry(db, reads, entry)));
+    return read;
+  };
+  return async (ctx, next) => {
+    const { dbContext: entries } = ctx.state.endpoint!;
+    const payload = ctx.state.payload!;
+    for (const entry of entries) {
+      if (!entry.filter) continue;
+      const value = payload[entry.filter.payloadField];
+      if (value === undefined) {
+        throw invalidPayload([{ field: entry.filter.payloadField, rule: 'required', message: `${entry.filter.payloadField} is needed to look up ${entry.key}` }]);
+      }
+      if (value !== null && typeof value === 'object') {
+        throw invalidPayload([{ field: entry.filter.payloadField, rule: 'type', message: `${entry.filter.payloadField} must be a single value to look up ${entry.key}` }]);
+      }
+    }
+    const dbContext: Record<string, unknown> = {};
+    try {
+      const values = await Promise.all(entries.map((entry) => fetchEntry(queryOf(entry), entry, ctx.state.caller!.id, payload)));
+      entries.forEach((entry, index) => (dbContext[entry.key] = values[index]));
+    } catch (err) {
+      throw new GatewayError(500, 'db_context_failed', 'the database context could not be fetched', { cause: err });
+    }
+    ctx.state.dbContext = dbContext;
+    await next();
+  };
+}
+
+function prepareEntry(db: Database, reads: PreparedReads, entry: DbContextEntry): PreparedRead {
+  if (entry.filter) {
+    return reads.prepare((param) => db(entry.table).where(entry.filter!.column, param(0)).limit(MAX_FILTERED_ROWS).select(entry.column));
+  }
+  return reads.prepare((param) => db(entry.table).where(entry.ownerColumn!, param(0)).first(entry.column), { cached: true });
+}
+
+async function fetchEntry(read: PreparedRead, entry: DbContextEntry, userId: number, payload: Record<string, unknown>): Promise<unknown> {
+  if (entry.filter) {
+    const rows = await read.all([payload[entry.filter.payloadField]]);
+    return rows.map((row) => row[entry.column]);
+  }
+  const [row] = await read.all([userId]);
+  return row ? row[entry.column] : null;
+}

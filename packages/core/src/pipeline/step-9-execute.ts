@@ -1,0 +1,67 @@
+import type { Database } from '../db/connect.js';
+import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
+import { sendData } from '../http/envelope.js';
+import type { Logger } from '../log.js';
+import { StreamedResponse } from '../plugins/plugin-api.js';
+
+/** Request headers a plugin never sees: credentials of the client, and hop-by-hop headers. */
+const WITHHELD_HEADERS = new Set([
+  'authorization', 'cookie', 'proxy-authorization', 'host', 'connection', 'keep-alive', 'transfer-encoding',
+  'content-length', 'te', 'trailer', 'upgrade', 'proxy-connection',
+]);
+
+function forwardableHeaders(ctx: GatewayContext): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(ctx.request.headers)) {
+    if (!WITHHELD_HEADERS.has(name) && value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
+}
+
+/** Aborts when the client closes the connection before the response is complete. */
+function clientGone(ctx: GatewayContext): AbortController {
+  const controller = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) controller.abort(new Error('the client closed the connection'));
+  });
+  return controller;
+}
+
+/**
+ * Step 9: the endpoint type's plugin runs the request. Data goes out in the success envelope; a
+ * StreamedResponse goes out as its own bytes and headers; a thrown GatewayError keeps its status and code.
+ */
+export function executeStep(db: Database, log: Logger): GatewayMiddleware {
+  return async (ctx) => {
+    const endpoint = ctx.state.endpoint!;
+    const result = await endpoint.type.execute({
+      config: endpoint.typeConfig,
+      context: ctx.state.requestContext!,
+      requestId: ctx.state.requestId,
+      headers: forwardableHeaders(ctx),
+      signal: clientGone(ctx).signal,
+      db,
+      log,
+      endpoint: { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint },
+    });
+    if (result instanceof StreamedResponse) {
+      ctx.status = result.status;
+      for (const [name, value] of Object.entries(result.headers)) ctx.set(name, value);
+      if (typeof result.body !== 'function') {
+        ctx.body = result.body;
+        return;
+      }
+      // The plugin writes the body itself; once bytes are out, a failure can only cut the connection.
+      ctx.respond = false;
+      try {
+        await result.body(ctx.res);
+        ctx.res.end();
+      } catch (err) {
+        log.error('streamed response cut', { request_id: ctx.state.requestId, path: ctx.path, err });
+        ctx.res.destroy();
+      }
+      return;
+    }
+    sendData(ctx, result);
+  };
+}

@@ -1,0 +1,127 @@
+/**
+ * The public plugin API: everything a third-party endpoint type needs, and nothing core-internal.
+ * The built-in types (@tkgate/plugin-internal, -http, -exec) use exactly this. See docs/plugins.md.
+ */
+import type { Readable, Writable } from 'node:stream';
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { Database } from '../db/connect.js';
+import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
+import type { Logger } from '../log.js';
+import type { DatabaseSchema } from '../toolkits/database-schema.js';
+
+/** Bumped on any incompatible change of this file. A plugin states the version it was written for. */
+export const PLUGIN_API_VERSION = 1;
+
+/** What a plugin module exports as its default export (or as `plugin`). */
+export interface TkgatePlugin {
+  name: string;
+  apiVersion: number;
+  register(api: PluginApi): void | Promise<void>;
+}
+
+export interface PluginApi {
+  readonly apiVersion: number;
+  readonly log: Logger;
+  readonly db: Database;
+  /** `plugin_options.<plugin name>` of the server configuration ({} when absent), unvalidated. */
+  readonly options: Readonly<Record<string, unknown>>;
+  /** The options validated by a schema (defaults applied); a problem refuses the boot with its key path. */
+  readOptions<T>(schema: StandardSchemaV1<unknown, T>): Promise<T>;
+  registerEndpointType<Config>(type: EndpointType<Config>): void;
+  /** A named in-process function, run by `type: internal` endpoints with `handler: <name>`. */
+  registerFunction(name: string, fn: NamedFunction): void;
+  /** A function any plugin registered (looked up when a request runs, so load order does not matter). */
+  getFunction(name: string): NamedFunction | undefined;
+  /**
+   * A read compiled once and run from a prepared-statement cache: `build` gets `param(i)`, a stand-in for
+   * the i-th value given to `all`, and returns a knex select. Use it for reads on the request path.
+   */
+  prepareRead: PreparedReads['prepare'];
+  /** Called once when the gateway stops, after in-flight requests have finished. */
+  onClose(cleanup: () => void | Promise<void>): void;
+}
+
+/**
+ * The request context of the seed's section 2.2 after overwrite_wrapping: user_id, username, power,
+ * core_group_id, core_group_name, toolkit_group, request_id, payload, db_context, minus removed
+ * fields, plus promoted ones.
+ */
+export type RequestContext = Record<string, unknown>;
+
+export type { PreparedRead };
+
+export interface EndpointType<Config> {
+  /** The name toolkit files use in `type:`. */
+  type: string;
+  /** Validates the endpoint's keys that are not core keys (any Standard Schema: zod, valibot, ...). */
+  configSchema: StandardSchemaV1<unknown, Config>;
+  /** Checks beyond shape, at load: names of tables, functions, context fields. Paths are relative to the endpoint. */
+  check?(config: Config, env: CheckEnvironment): ConfigIssue[];
+  /** Runs one request. Return JSON-able data for the envelope, a StreamedResponse, or throw a GatewayError. */
+  execute(call: EndpointCall<Config>): Promise<unknown>;
+}
+
+export interface ConfigIssue {
+  path: Array<string | number>;
+  message: string;
+}
+
+export interface CheckEnvironment {
+  /** Tables and columns of the live database. */
+  schema: DatabaseSchema;
+  /** Names of the registered in-process functions. */
+  functions: ReadonlySet<string>;
+  /** Top-level fields the request context will have, after overwrite_wrapping. */
+  contextFields: ReadonlySet<string>;
+  /** Keys db_context will have, after overwrite_wrapping moved some out. */
+  dbContextKeys: ReadonlySet<string>;
+  /** The payload fields that can reach the endpoint (client_filter.allowed_fields), or undefined for any. */
+  payloadFields: ReadonlySet<string> | undefined;
+}
+
+export interface EndpointCall<Config> {
+  config: Config;
+  context: RequestContext;
+  requestId: string;
+  /** Request headers minus Authorization, Cookie and hop-by-hop headers. */
+  headers: Record<string, string>;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+  db: Database;
+  log: Logger;
+  /** Identifies the endpoint (toolkit, path) for logs and per-endpoint state. */
+  endpoint: EndpointIdentity;
+}
+
+export interface EndpointIdentity {
+  toolkit: string;
+  path: string;
+  /** The same object for as long as this version of the endpoint is live; a reload makes a new one. */
+  key: object;
+}
+
+export interface FunctionCall {
+  context: RequestContext;
+  requestId: string;
+  signal: AbortSignal;
+  db: Database;
+  log: Logger;
+}
+
+export type NamedFunction = (call: FunctionCall) => Promise<unknown> | unknown;
+
+/**
+ * Writes a response body straight to the client: every `write` must wait for its callback before the
+ * chunk's memory is reused. Resolve when the body is complete; reject to cut the connection.
+ */
+export type BodyWriter = (out: Writable) => Promise<void>;
+
+/** A response that is not wrapped in the envelope: bytes streamed to the client as they come. */
+export class StreamedResponse {
+  constructor(
+    /** A stream Koa pipes to the client, or a writer for zero-copy bodies. */
+    readonly body: Readable | BodyWriter,
+    readonly headers: Record<string, string> = {},
+    readonly status = 200,
+  ) {}
+}

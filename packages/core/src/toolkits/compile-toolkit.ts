@@ -1,0 +1,129 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import YAML from 'yaml';
+import type { EndpointTypes } from '../plugins/endpoint-types.js';
+import type { ConfigIssue } from '../plugins/plugin-api.js';
+import { compileClientFilter } from './client-filter.js';
+import type { CompiledEndpoint, CompiledToolkit } from './compiled-toolkit.js';
+import { formatPath, fromZod, validateStandard, type ToolkitProblem } from './config-issues.js';
+import type { DatabaseSchema } from './database-schema.js';
+import { compileDbContext } from './db-context-entries.js';
+import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema } from './toolkit-file-schema.js';
+import { compileWrapping } from './wrapping-rules.js';
+
+export const TOOLKIT_EXTENSIONS = ['.yaml', '.yml', '.json'];
+const MAX_FILE_BYTES = 1_048_576;
+
+export interface CompileEnvironment {
+  schema: DatabaseSchema;
+  types: EndpointTypes;
+}
+
+export type CompileResult = { toolkit: CompiledToolkit } | { problems: ToolkitProblem[] };
+
+/** Reads, parses and validates one toolkit file as a whole: a toolkit, or every problem it has. */
+export async function compileToolkitFile(file: string, env: CompileEnvironment): Promise<CompileResult> {
+  const name = path.basename(file);
+  const asProblems = (issues: ConfigIssue[]): CompileResult => ({
+    problems: issues.map((issue) => ({ file: name, path: formatPath(issue.path), message: issue.message })),
+  });
+  let document: unknown;
+  try {
+    const text = await readFile(file, 'utf8');
+    if (Buffer.byteLength(text) > MAX_FILE_BYTES) return asProblems([{ path: [], message: `larger than ${MAX_FILE_BYTES} bytes` }]);
+    document = parseDocument(text, file);
+  } catch (err) {
+    return asProblems([{ path: [], message: (err as Error).message.split('\n')[0]! }]);
+  }
+  const issues: ConfigIssue[] = [];
+  const toolkit = await compileDocument(document, file, env, issues);
+  return issues.length > 0 || !toolkit ? asProblems(issues) : { toolkit };
+}
+
+function parseDocument(text: string, file: string): unknown {
+  if (file.endsWith('.json')) {
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      throw new Error(`not valid JSON: ${(err as Error).message}`);
+    }
+  }
+  const parsed = YAML.parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  if (parsed.errors.length > 0) throw new Error(`not valid YAML: ${parsed.errors[0]!.message.replace(/\s+/g, ' ')}`);
+  // Aliases are expanded with a cap, so a "billion laughs" file cannot exhaust memory.
+  return parsed.toJS({ maxAliasCount: 100 });
+}
+
+async function compileDocument(document: unknown, file: string, env: CompileEnvironment, issues: ConfigIssue[]): Promise<CompiledToolkit | undefined> {
+  const parsed = toolkitFileSchema.safeParse(document);
+  if (!parsed.success) {
+    issues.push(...fromZod(parsed.error));
+    return undefined;
+  }
+  const config = parsed.data;
+  const routes = new Map<string, Map<string, CompiledEndpoint>>();
+  for (const [index, raw] of config.endpoints.entries()) {
+    const endpoint = await compileEndpoint(raw, config.name, ['endpoints', index], env, issues);
+    if (!endpoint) continue;
+    const byMethod = routes.get(endpoint.path) ?? new Map<string, CompiledEndpoint>();
+    for (const method of endpoint.methods) {
+      if (byMethod.has(method)) issues.push({ path: ['endpoints', index, 'path'], message: `${method} ${endpoint.path} is already defined by an earlier endpoint` });
+      byMethod.set(method, endpoint);
+    }
+    routes.set(endpoint.path, byMethod);
+  }
+  return { name: config.name, kind: config.type, enabled: config.enabled, defaultGroup: config.default_group ?? null, file, routes };
+}
+
+async function compileEndpoint(
+  raw: Record<string, unknown>,
+  toolkit: string,
+  at: Array<string | number>,
+  env: CompileEnvironment,
+  issues: ConfigIssue[],
+): Promise<CompiledEndpoint | undefined> {
+  const coreKeys: Record<string, unknown> = {};
+  const typeKeys: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) (ENDPOINT_CORE_KEYS.has(key) ? coreKeys : typeKeys)[key] = value;
+
+  const core = endpointCoreSchema.safeParse(coreKeys);
+  if (!core.success) {
+    issues.push(...fromZod(core.error, at));
+    return undefined;
+  }
+  const config = core.data;
+  const type = env.types.type(config.type);
+  if (!type) {
+    issues.push({ path: [...at, 'type'], message: `unknown endpoint type ${config.type} (loaded: ${env.types.typeNames().join(', ') || 'none'})` });
+    return undefined;
+  }
+  const before = issues.length;
+  const clientFilter = compileClientFilter(config.client_filter, issues, [...at, 'client_filter']);
+  const dbContext = compileDbContext(config.inject_db_context, env.schema, clientFilter.allowedFields, issues, [...at, 'inject_db_context']);
+  const wrapping = compileWrapping(config.overwrite_wrapping, dbContext.map((entry) => entry.key), issues, [...at, 'overwrite_wrapping']);
+  const typeConfig = await validateStandard(type.configSchema, typeKeys, at);
+  if ('issues' in typeConfig) {
+    issues.push(...typeConfig.issues);
+    return undefined;
+  }
+  const checks = type.check?.(typeConfig.value, {
+    schema: env.schema,
+    functions: env.types.functionNames(),
+    contextFields: wrapping.contextFields,
+    dbContextKeys: wrapping.dbContextKeys,
+    payloadFields: clientFilter.allowedFields,
+  });
+  for (const issue of checks ?? []) issues.push({ path: [...at, ...issue.path], message: issue.message });
+  if (issues.length > before) return undefined;
+  return {
+    toolkit,
+    path: config.path,
+    methods: Array.isArray(config.method) ? [...new Set(config.method)] : [config.method],
+    minPower: config.permissions?.min_power ?? 0,
+    clientFilter,
+    dbContext,
+    wrapping: wrapping.rules,
+    type,
+    typeConfig: typeConfig.value,
+  };
+}

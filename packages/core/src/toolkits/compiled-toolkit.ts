@@ -1,0 +1,28 @@
+import type { EndpointType } from '../plugins/plugin-api.js';
+import type { CompiledClientFilter } from './client-filter.js';
+import type { DbContextEntry } from './db-context-entries.js';
+import type { WrappingRule } from './wrapping-rules.js';
+
+/** A validated toolkit, immutable once built: a request holds on to the one it started with. */
+export interface CompiledToolkit {
+  name: string;
+  kind: 'app' | 'lib';
+  enabled: boolean;
+  defaultGroup: string | null;
+  file: string;
+  /** Endpoints by path, then by method. */
+  routes: ReadonlyMap<string, ReadonlyMap<string, CompiledEndpoint>>;
+}
+
+export interface CompiledEndpoint {
+  toolkit: string;
+  path: string;
+  methods: readonly string[];
+  minPower: number;
+  clientFilter: CompiledClientFilter;
+  dbContext: readonly DbContextEntry[];
+  wrapping: readonly WrappingRule[];
+  type: EndpointType<unknown>;
+  /** The type's own keys, as its schema returned them. */
+  typeConfig: unknown;
+}

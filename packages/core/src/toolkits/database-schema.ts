@@ -1,0 +1,58 @@
+import { isMysql, type Database } from '../db/connect.js';
+
+/**
+ * Tables and columns of the live database. Configuration names tables and columns only through this:
+ * a name that is not here is a config error, so no unknown identifier ever reaches a query.
+ */
+export class DatabaseSchema {
+  constructor(private readonly tables: ReadonlyMap<string, ReadonlySet<string>>) {}
+
+  hasTable(table: string): boolean {
+    return this.tables.has(table);
+  }
+
+  hasColumn(table: string, column: string): boolean {
+    return this.tables.get(table)?.has(column) ?? false;
+  }
+
+  columnsOf(table: string): string[] {
+    return [...(this.tables.get(table) ?? [])];
+  }
+}
+
+/** Never readable or writable through toolkit configuration. */
+export const SECRET_TABLES = new Set(['sessions', 'tkgate_migrations', 'tkgate_migrations_lock']);
+export const SECRET_COLUMNS = new Set(['users.password_hash']);
+/** tkgate's own tables: readable (minus secrets) but never written through configuration. */
+export const CORE_TABLES = new Set(['users', 'core_groups', 'jde_associations', 'toolkit_overrides', ...SECRET_TABLES]);
+
+/** Why a table/column may not be read through configuration, or undefined when it may. */
+export function unreadable(schema: DatabaseSchema, table: string, column?: string): string | undefined {
+  if (SECRET_TABLES.has(table)) return `table ${table} can never be read through configuration`;
+  if (!schema.hasTable(table)) return `table ${table} does not exist in the database`;
+  if (column === undefined) return undefined;
+  if (SECRET_COLUMNS.has(`${table}.${column}`)) return `${table}.${column} can never be read through configuration`;
+  if (!schema.hasColumn(table, column)) return `column ${table}.${column} does not exist`;
+  return undefined;
+}
+
+export async function readDatabaseSchema(db: Database): Promise<DatabaseSchema> {
+  const tables = new Map<string, Set<string>>();
+  const add = (table: string, column: string) => {
+    if (!tables.has(table)) tables.set(table, new Set());
+    tables.get(table)!.add(column);
+  };
+  if (isMysql(db)) {
+    const [rows] = (await db.raw(
+      'SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()',
+    )) as [Array<{ t: string; c: string }>];
+    for (const row of rows) add(row.t, row.c);
+  } else {
+    const names = (await db.raw("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")) as Array<{ name: string }>;
+    for (const { name } of names) {
+      const columns = (await db.raw('SELECT name FROM pragma_table_info(?)', [name])) as Array<{ name: string }>;
+      for (const column of columns) add(name, column.name);
+    }
+  }
+  return new DatabaseSchema(tables);
+}
