@@ -1,0 +1,91 @@
+import { accessSync, constants, statSync } from 'node:fs';
+import path from 'node:path';
+import { GatewayError, type ConfigIssue, type EndpointCall } from '@tkgate/core';
+import { AdmissionGate } from './admission-gate.js';
+import type { ExecConfig } from './exec-config.js';
+import { MAX_ARGUMENT_BYTES, type ProcessOutcome, type ProcessSpec } from './run-process.js';
+
+/** Load-time checks: the working directory exists, and a command given by path is an executable file. */
+export function checkExecEndpoint(config: ExecConfig): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  if (config.cwd !== undefined) {
+    try {
+      if (!statSync(config.cwd).isDirectory()) issues.push({ path: ['cwd'], message: `${config.cwd} is not a directory` });
+    } catch {
+      issues.push({ path: ['cwd'], message: `${config.cwd} does not exist` });
+    }
+  }
+  if (Array.isArray(config.command) && config.command[0]!.includes('/')) {
+    const program = path.resolve(config.cwd ?? '.', config.command[0]!);
+    try {
+      accessSync(program, constants.X_OK);
+    } catch {
+      issues.push({ path: ['command', 0], message: `${program} is not an executable file` });
+    }
+  }
+  return issues;
+}
+
+/** The program and its arguments: the context JSON is always one argument of its own. */
+function argv(config: ExecConfig, contextArgument: string): [string, string[]] {
+  if (Array.isArray(config.command)) return [config.command[0]!, [...config.command.slice(1), contextArgument]];
+  return ['/bin/sh', ['-c', config.command, 'sh', contextArgument]];
+}
+
+const execFailed = (reason: string, cause: unknown, details: Record<string, unknown> = {}) =>
+  new GatewayError(500, 'exec_failed', 'the command failed', { details: { reason, ...details }, cause });
+
+/**
+ * Runs an exec endpoint: waits for a place (per endpoint, then across the gateway), runs the command,
+ * and turns its stdout into data: JSON when it parses, else {"output": text}. stderr is only logged.
+ */
+export interface ExecServices {
+  endpointGate(key: object, config: ExecConfig): AdmissionGate;
+  globalGate: AdmissionGate;
+  run(spec: ProcessSpec): Promise<ProcessOutcome>;
+}
+
+export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: ExecServices): Promise<unknown> {
+  const { config } = call;
+  const context = JSON.stringify(call.context);
+  const oversized = Buffer.byteLength(context) > MAX_ARGUMENT_BYTES;
+  if (oversized && !config.stdin) {
+    throw execFailed('context_too_large', new Error(`the context is ${Buffer.byteLength(context)} bytes, over the ${MAX_ARGUMENT_BYTES}-byte argument limit; set stdin: true`));
+  }
+  const leaveEndpoint = await services.endpointGate(call.endpoint.key, config).enter(call.signal);
+  try {
+    const leaveGlobal = await services.globalGate.enter(call.signal);
+    try {
+      const [file, args] = argv(config, oversized ? '-' : context);
+      const outcome = await services.run({
+        file,
+        args,
+        cwd: config.cwd,
+        env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', ...config.env },
+        stdin: config.stdin ? context : undefined,
+        timeoutMs: config.timeout,
+        maxOutputBytes: config.max_output_bytes,
+        signal: call.signal,
+      });
+      return toData(outcome, call);
+    } finally {
+      leaveGlobal();
+    }
+  } finally {
+    leaveEndpoint();
+  }
+}
+
+function toData(outcome: ProcessOutcome, call: EndpointCall<ExecConfig>): unknown {
+  if (outcome.stderr) call.log.warn('command stderr', { request_id: call.requestId, toolkit: call.endpoint.toolkit, endpoint: call.endpoint.path, stderr: outcome.stderr });
+  if (!outcome.ok) {
+    const details: Record<string, unknown> = {};
+    if (outcome.exitCode !== undefined) details.exit_code = outcome.exitCode;
+    throw execFailed(outcome.reason, outcome.cause ?? new Error(`command ${outcome.reason}${outcome.signal ? ` (${outcome.signal})` : ''}`), details);
+  }
+  try {
+    return JSON.parse(outcome.stdout);
+  } catch {
+    return { output: outcome.stdout };
+  }
+}

@@ -1,0 +1,90 @@
+import { spawn } from 'node:child_process';
+
+/** Linux's limit on one argument (MAX_ARG_STRLEN, 32 pages), including its terminating NUL. */
+export const MAX_ARGUMENT_BYTES = 131_072 - 1;
+/** How much of stderr is kept for the log. */
+const STDERR_KEPT_BYTES = 16_384;
+
+export interface ProcessSpec {
+  file: string;
+  args: string[];
+  cwd?: string;
+  env: Record<string, string>;
+  /** Written to stdin, then stdin is closed; without it stdin is /dev/null. */
+  stdin?: string;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  signal: AbortSignal;
+}
+
+export type ProcessOutcome =
+  | { ok: true; stdout: string; stderr: string }
+  | { ok: false; reason: 'exit_code' | 'signal' | 'timeout' | 'output_too_large' | 'spawn_failed' | 'aborted'; exitCode?: number; signal?: string; stderr: string; cause?: Error };
+
+/**
+ * Runs one command in its own process group. On timeout, output over the limit, or the client leaving,
+ * the whole group is killed; once the command exits, whatever it left running in its group is killed
+ * too, so no request leaves processes behind.
+ */
+export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
+  return new Promise((resolve) => {
+    let child;
+    try {
+      child = spawn(spec.file, spec.args, {
+        cwd: spec.cwd,
+        env: spec.env,
+        detached: true,
+        stdio: [spec.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      });
+    } catch (err) {
+      resolve({ ok: false, reason: 'spawn_failed', stderr: '', cause: err as Error });
+      return;
+    }
+    const stdout: Buffer[] = [];
+    let stdoutBytes = 0;
+    let stderr = '';
+    let stopped: 'timeout' | 'output_too_large' | 'aborted' | undefined;
+    let spawnError: Error | undefined;
+
+    const killGroup = () => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // The group is already gone.
+      }
+    };
+    const stop = (why: 'timeout' | 'output_too_large' | 'aborted') => {
+      stopped ??= why;
+      killGroup();
+    };
+    const timer = setTimeout(() => stop('timeout'), spec.timeoutMs);
+    const onAbort = () => stop('aborted');
+    spec.signal.addEventListener('abort', onAbort, { once: true });
+    if (spec.signal.aborted) stop('aborted');
+
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdoutBytes += chunk.length;
+      if (stdoutBytes > spec.maxOutputBytes) stop('output_too_large');
+      else stdout.push(chunk);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      if (stderr.length < STDERR_KEPT_BYTES) stderr += chunk.toString('utf8').slice(0, STDERR_KEPT_BYTES - stderr.length);
+    });
+    if (spec.stdin !== undefined) {
+      // A command that does not read its stdin closes the pipe early; that is not an error.
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(spec.stdin);
+    }
+    child.once('error', (err) => (spawnError = err));
+    child.once('exit', killGroup);
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      spec.signal.removeEventListener('abort', onAbort);
+      if (spawnError) resolve({ ok: false, reason: 'spawn_failed', stderr, cause: spawnError });
+      else if (stopped) resolve({ ok: false, reason: stopped, stderr });
+      else if (signal) resolve({ ok: false, reason: 'signal', signal, stderr });
+      else if (code !== 0) resolve({ ok: false, reason: 'exit_code', exitCode: code ?? -1, stderr });
+      else resolve({ ok: true, stdout: Buffer.concat(stdout).toString('utf8'), stderr });
+    });
+  });
+}

@@ -1,0 +1,33 @@
+/**
+ * A spawn helper: a small process that starts commands for the gateway. fork() blocks the calling
+ * process for a time that grows with its memory (measured: 1.3 ms at 53 MB RSS, 15.5 ms at 253 MB), so
+ * the gateway, large and serving every request, never spawns itself: it sends each run here over IPC.
+ */
+import { runProcess, type ProcessSpec } from './run-process.js';
+
+export type HelperRequest = { type: 'run'; id: number; spec: Omit<ProcessSpec, 'signal'> } | { type: 'abort'; id: number };
+export type HelperReply = { type: 'done'; id: number; outcome: SerializedOutcome };
+export type SerializedOutcome = Awaited<ReturnType<typeof runProcess>> extends infer O ? (O extends { cause?: Error } ? Omit<O, 'cause'> & { cause?: string } : O) : never;
+
+const running = new Map<number, AbortController>();
+
+process.on('message', (message: HelperRequest) => {
+  if (message.type === 'abort') {
+    running.get(message.id)?.abort();
+    return;
+  }
+  const controller = new AbortController();
+  running.set(message.id, controller);
+  void runProcess({ ...message.spec, signal: controller.signal }).then((outcome) => {
+    running.delete(message.id);
+    const { cause, ...rest } = outcome as typeof outcome & { cause?: Error };
+    const reply: HelperReply = { type: 'done', id: message.id, outcome: (cause ? { ...rest, cause: cause.message } : rest) as SerializedOutcome };
+    process.send?.(reply);
+  });
+});
+
+// The gateway went away (stop, crash): end every command still running, then this helper.
+process.on('disconnect', () => {
+  for (const controller of running.values()) controller.abort();
+  setTimeout(() => process.exit(0), 100).unref();
+});

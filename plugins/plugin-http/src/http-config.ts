@@ -1,0 +1,27 @@
+import { durationMs, z } from '@tkgate/core';
+
+const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name');
+const headerValue = z.string().regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must be a header value without line breaks');
+
+/** Headers the configuration may not set: the transport owns them. */
+const RESERVED = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'content-type', 'x-request-id']);
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+
+export const httpConfigSchema = z.strictObject({
+  upstream: z.strictObject({
+    url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+    timeout: durationMs.default(10_000),
+    passthrough: z.boolean().default(false),
+    headers: z
+      .record(headerName, headerValue)
+      .default({})
+      .refine((headers) => Object.keys(headers).every((name) => !RESERVED.has(name.toLowerCase())), {
+        message: `may not set ${[...RESERVED].join(', ')}`,
+      }),
+    /** JSON mode only: a larger upstream body is a 502, not a memory spike. */
+    max_response_bytes: z.number().int().min(1).default(DEFAULT_MAX_RESPONSE_BYTES),
+  }),
+});
+
+export type HttpConfig = z.infer<typeof httpConfigSchema>;

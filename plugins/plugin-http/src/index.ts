@@ -1,0 +1,28 @@
+import { PLUGIN_API_VERSION, z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { httpConfigSchema, type HttpConfig } from './http-config.js';
+import { proxy } from './proxy.js';
+import { gotTransport, undiciTransport } from './upstream-transport.js';
+
+/** plugin_options."@tkgate/plugin-http". docs/http-transport.md has the figures behind the default. */
+const optionsSchema = z.strictObject({ transport: z.enum(['undici', 'got']).default('undici') });
+const transports = { undici: undiciTransport, got: gotTransport };
+
+export type { UpstreamTransport, UpstreamRequest, UpstreamResponse } from './upstream-transport.js';
+
+const plugin: TkgatePlugin = {
+  name: '@tkgate/plugin-http',
+  apiVersion: PLUGIN_API_VERSION,
+  async register(api) {
+    const options = await api.readOptions(optionsSchema);
+    const transport = transports[options.transport]();
+    api.onClose(() => transport.close());
+    const httpType: EndpointType<HttpConfig> = {
+      type: 'http',
+      configSchema: httpConfigSchema,
+      execute: (call) => proxy(transport, call),
+    };
+    api.registerEndpointType(httpType);
+  },
+};
+
+export default plugin;

@@ -1,0 +1,52 @@
+import { GatewayError, invalidPayload, type CheckEnvironment, type RequestContext } from '@tkgate/core';
+import type { Scalar } from './internal-config.js';
+
+/**
+ * Values in pseudo queries: a literal, or a reference bound at request time:
+ *   $payload.<field>      the filtered payload
+ *   $context.<field>      a top-level field of the request context (after overwrite_wrapping)
+ *   $db_context.<key>     a value fetched by inject_db_context
+ * References are always bound parameters, never part of the SQL text.
+ */
+type Source = 'payload' | 'context' | 'db_context';
+export type BoundValue = { literal: Scalar } | { source: Source; field: string };
+
+const REFERENCE = /^\$(payload|context|db_context)\.([A-Za-z_][A-Za-z0-9_]*)$/;
+
+export function parseValue(value: Scalar): BoundValue | { problem: string } {
+  if (typeof value !== 'string' || !value.startsWith('$')) return { literal: value };
+  const match = REFERENCE.exec(value);
+  if (!match) return { problem: `${value} is not a reference: use $payload.<field>, $context.<field> or $db_context.<key>` };
+  return { source: match[1] as Source, field: match[2]! };
+}
+
+/** Why a reference can never have a value for this endpoint, or undefined when it can. */
+export function unreachable(value: BoundValue, env: CheckEnvironment): string | undefined {
+  if ('literal' in value) return undefined;
+  const { source, field } = value;
+  if (source === 'context') return env.contextFields.has(field) ? undefined : `the request context has no field ${field}`;
+  if (!env.contextFields.has(source)) return `${source} was removed by overwrite_wrapping`;
+  if (source === 'db_context') return env.dbContextKeys.has(field) ? undefined : `db_context has no key ${field}`;
+  if (env.payloadFields && !env.payloadFields.has(field)) return `${field} is not in client_filter.allowed_fields, so it would always be absent`;
+  return undefined;
+}
+
+/** The value to bind. An absent payload field is the client's mistake (400); anything not a scalar cannot be bound. */
+export function resolveValue(value: BoundValue, context: RequestContext, usedBy: string): Scalar {
+  if ('literal' in value) return value.literal;
+  const holder = value.source === 'context' ? context : (context[value.source] as Record<string, unknown>);
+  const resolved = holder[value.field];
+  if (resolved === undefined) {
+    if (value.source === 'payload') {
+      throw invalidPayload([{ field: value.field, rule: 'required', message: `${value.field} is needed by ${usedBy}` }]);
+    }
+    return null;
+  }
+  if (resolved !== null && typeof resolved === 'object') {
+    if (value.source === 'payload') {
+      throw invalidPayload([{ field: value.field, rule: 'type', message: `${value.field} must be a single value for ${usedBy}` }]);
+    }
+    throw new GatewayError(500, 'internal_error', 'internal error', { cause: new Error(`$${value.source}.${value.field} is not a single value (${usedBy})`) });
+  }
+  return resolved as Scalar;
+}

@@ -1,0 +1,36 @@
+import { PLUGIN_API_VERSION, GatewayError, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { checkInternalEndpoint } from './check-queries.js';
+import { internalConfigSchema, type InternalConfig } from './internal-config.js';
+import { prepareQueries, runQueries, type PreparedQuery } from './run-queries.js';
+
+/** Queries are prepared once per endpoint version (configs are immutable, so the config object is the key). */
+const prepared = new WeakMap<InternalConfig, PreparedQuery[]>();
+
+const plugin: TkgatePlugin = {
+  name: '@tkgate/plugin-internal',
+  apiVersion: PLUGIN_API_VERSION,
+  register(api) {
+    const internal: EndpointType<InternalConfig> = {
+      type: 'internal',
+      configSchema: internalConfigSchema,
+      check: checkInternalEndpoint,
+      async execute(call) {
+        if (call.config.handler !== undefined) {
+          const fn = api.getFunction(call.config.handler)!;
+          try {
+            return await fn({ context: call.context, requestId: call.requestId, signal: call.signal, db: call.db, log: call.log });
+          } catch (err) {
+            if (err instanceof GatewayError) throw err;
+            throw new GatewayError(500, 'internal_error', 'internal error', { cause: err });
+          }
+        }
+        let queries = prepared.get(call.config);
+        if (!queries) prepared.set(call.config, (queries = prepareQueries(call.config.pseudo_querys!, api.db, api.prepareRead)));
+        return runQueries(call.db, queries, call.context);
+      },
+    };
+    api.registerEndpointType(internal);
+  },
+};
+
+export default plugin;
