@@ -1,0 +1,94 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { expect } from 'chai';
+import { runCli } from '../support/cli.js';
+import { startGateway, writeConfig } from '../support/gateway-process.js';
+import { authClient } from '../support/http.js';
+import { tempDir } from '../support/paths.js';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+describe('server configuration', () => {
+  const sqliteIn = (dir: string) => ({ client: 'sqlite', filename: path.join(dir, 'db.sqlite') });
+
+  it('layers config/default.json < --config file < env < --port flag', async () => {
+    const dir = tempDir();
+    mkdirSync(path.join(dir, 'config'));
+    writeFileSync(path.join(dir, 'config', 'default.json'), JSON.stringify({ server: { base_url: '/from-default', port: 1 } }));
+    const envPort = await freePort();
+
+    const fileWins = await startGateway({ cwd: dir, config: { db: sqliteIn(dir), server: { base_url: '/from-file', port: 0 } } });
+    expect(fileWins.base).to.match(/\/from-file$/);
+    await fileWins.stop();
+
+    const envWins = await startGateway({ cwd: dir, config: { db: sqliteIn(dir), server: { port: 2 } }, env: { TKGATE_PORT: String(envPort) } });
+    expect(envWins.port).to.equal(envPort);
+    expect(envWins.base).to.match(/\/from-default$/);
+    await envWins.stop();
+
+    const flagPort = await freePort();
+    const flagWins = await startGateway({ cwd: dir, config: { db: sqliteIn(dir) }, env: { TKGATE_PORT: '3' }, extraArgs: ['--port', String(flagPort)] });
+    expect(flagWins.port).to.equal(flagPort);
+    await flagWins.stop();
+  });
+
+  it('takes durations as "500ms", "45s", "30m", "2h" or a number of seconds', async () => {
+    const dir = tempDir();
+    const db = sqliteIn(dir);
+    const added = await runCli(['user', 'add', 'tess', '--password-stdin', '--config', writeConfig({ db }, tempDir())], { stdin: 'tess-password\n' });
+    expect(added.code, added.stderr).to.equal(0);
+    const cases: Array<[string | number, number]> = [['2h', 7_200_000], ['30m', 1_800_000], ['45s', 45_000], [90, 90_000], ['1500ms', 1_500]];
+    for (const [idle, expectedMs] of cases) {
+      const gateway = await startGateway({ cwd: dir, config: { db, sessions: { idle_timeout: idle } } });
+      const before = Date.now();
+      const reply = await authClient(gateway.base).login('tess', 'tess-password');
+      await gateway.stop();
+      expect(reply.status).to.equal(200);
+      expect(reply.body.data.idle_timeout_s, String(idle)).to.equal(Math.round(expectedMs / 1000));
+      expect(Date.parse(reply.body.data.expires_at) - before, String(idle)).to.be.within(expectedMs - 50, expectedMs + 1000);
+    }
+  });
+
+  const refusals: Array<[string, Record<string, unknown>, Record<string, string>, RegExp]> = [
+    ['a duration that is not one', { sessions: { idle_timeout: 'soon' } }, {}, /sessions\.idle_timeout: must be a duration/],
+    ['a port out of range', { server: { port: 70000 } }, {}, /server\.port: ports must be within range/],
+    ['an unknown key', { server: { colour: 'blue' } }, {}, /server\.colour/],
+    ['a wrong db.client', { db: { client: 'oracle' } }, {}, /db\.client: must be one of/],
+    ['mysql without a url', { db: { client: 'mysql' } }, {}, /db\.url: must be set/],
+    ['a bad value in an env var', {}, { TKGATE_MAX_SESSIONS: 'many' }, /sessions\.max_per_user/],
+    ['a base_url with a trailing slash', { server: { base_url: '/api/' } }, {}, /server\.base_url/],
+  ];
+  for (const [what, config, env, message] of refusals) {
+    it(`refuses to start on ${what}, with one line naming the key`, async () => {
+      const dir = tempDir();
+      const file = writeConfig({ db: sqliteIn(dir), ...config }, dir);
+      const result = await runCli(['start', '--config', file], { env, cwd: dir });
+      expect(result.code).to.equal(1);
+      expect(result.stdout).to.equal('');
+      expect(result.stderr.trim().split('\n')).to.have.length(1);
+      expect(result.stderr).to.match(message);
+    });
+  }
+
+  it('refuses a --config file that does not exist, and a malformed one', async () => {
+    const missing = await runCli(['start', '--config', '/nonexistent/tkgate.json']);
+    expect(missing.code).to.equal(1);
+    expect(missing.stderr).to.match(/config file \/nonexistent\/tkgate\.json does not exist/);
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'broken.json'), '{"server": ');
+    const broken = await runCli(['start', '--config', path.join(dir, 'broken.json')], { cwd: dir });
+    expect(broken.code).to.equal(1);
+    expect(broken.stderr.trim().split('\n')).to.have.length(1);
+    expect(broken.stderr).to.match(/invalid configuration/);
+  });
+});

@@ -1,0 +1,80 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { expect } from 'chai';
+import { runCli } from '../support/cli.js';
+import { dialects } from '../support/databases.js';
+import { sleep } from '../support/fixtures.js';
+import { startGateway, writeConfig, type GatewayProcess } from '../support/gateway-process.js';
+import { loginToken, toolkitClient } from '../support/http.js';
+import { repoRoot } from '../support/paths.js';
+import { withDatabase } from '../support/suite.js';
+
+/** The toolkit `npm start` serves, exactly as shipped, and the README's calls against it. */
+for (const dialect of dialects) {
+  describe(`the example toolkit config/toolkits/notes.yaml (${dialect.name})`, () => {
+    const s = withDatabase(dialect, []);
+    let gateway: GatewayProcess;
+    let notes: ReturnType<typeof toolkitClient>;
+
+    before(async () => {
+      const config = writeConfig({ db: s.bed.dbConfig });
+      const created = await new Promise<number>((resolve) =>
+        spawn(process.execPath, [path.join(repoRoot, 'scripts/create-example-tables.js'), config], { stdio: 'ignore' }).on('exit', (code) => resolve(code ?? -1)),
+      );
+      expect(created).to.equal(0);
+      const added = await runCli(['user', 'add', 'admin', '--power', '100', '--group', 'ops', '--password-stdin', '--config', config], { stdin: 'correct horse\n' });
+      expect(added.code, added.stderr).to.equal(0);
+      const check = await runCli(['config', 'check', path.join(repoRoot, 'config/toolkits'), '--config', config]);
+      expect(check.code, check.stdout + check.stderr).to.equal(0);
+      gateway = await startGateway({ config: { db: s.bed.dbConfig, toolkits: { dir: path.join(repoRoot, 'config/toolkits'), watch: false } } });
+      notes = toolkitClient(gateway.base, await loginToken(gateway.base, 'admin', 'correct horse'));
+    });
+    after(async () => {
+      await gateway?.stop();
+    });
+
+    it('answers the README calls', async () => {
+      const whoami = await notes.get('notes', 'whoami');
+      expect(whoami.body.data).to.have.length(1);
+      expect(whoami.body.data[0]).to.include({ username: 'admin', power: 100 });
+      expect(whoami.body.data[0]).not.to.have.property('password_hash');
+      const added = await notes.post('notes', 'add', { title: 'renew certs', body: 'before Friday' });
+      expect(added.status).to.equal(200);
+      const id = added.body.data.id;
+      expect((await notes.get('notes', 'list')).body.data.map((row: { title: string }) => row.title)).to.deep.equal(['renew certs']);
+      expect((await notes.post('notes', 'done', { id })).body.data).to.deep.equal({ affected: 1 });
+      expect((await notes.get('notes', 'by-status', { status: 'done' })).body.data).to.deep.equal([{ id, title: 'renew certs', status: 'done' }]);
+      const refused = await notes.get('notes', 'by-status', { status: 'later' });
+      expect(refused.status).to.equal(400);
+      expect(refused.body.error.details[0]).to.include({ field: 'status', rule: 'allowed_values' });
+      const disk = await notes.get('notes', 'disk');
+      expect(disk.status).to.equal(200);
+      expect(disk.body.data.available_kb).to.be.a('number');
+    });
+
+    it('proxies hello and export to the example upstream, and answers 502 without it', async () => {
+      const upstream = spawn(process.execPath, [path.join(repoRoot, 'scripts/example-upstream.js')], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const listening = await new Promise<boolean>((resolve) => {
+        upstream.stdout.once('data', () => resolve(true));
+        upstream.once('exit', () => resolve(false));
+      });
+      try {
+        if (listening) {
+          const hello = await notes.get('notes', 'hello');
+          expect(hello.status).to.equal(200);
+          expect(hello.body.data).to.include({ greeting: 'Hello, admin', group: 'reader' });
+          expect(hello.body.data.member_since).to.be.a('number');
+          const csv = await notes.get('notes', 'export');
+          expect(csv.headers.get('content-disposition')).to.equal('attachment; filename="me.csv"');
+          expect(csv.body).to.equal('field,value\nusername,admin\ntoolkit_group,reader\n');
+        }
+      } finally {
+        upstream.kill();
+      }
+      await sleep(100);
+      const down = await notes.get('notes', 'hello');
+      expect(down.status).to.equal(502);
+      expect(down.body.error.code).to.equal('upstream_error');
+    });
+  });
+}

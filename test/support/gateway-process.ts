@@ -1,0 +1,78 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { tempDir, tkgateBin } from './paths.js';
+
+/** A real `tkgate start` child process, with its JSON log lines collected. */
+export interface GatewayProcess {
+  readonly base: string;
+  readonly port: number;
+  readonly logs: Array<Record<string, unknown>>;
+  readonly output: () => string;
+  readonly child: ChildProcess;
+  /** Sends the signal and resolves with the exit code (or the signal's name). */
+  stop(signal?: NodeJS.Signals): Promise<number | string>;
+}
+
+export interface StartOptions {
+  config: Record<string, unknown>;
+  env?: Record<string, string>;
+  cwd?: string;
+  extraArgs?: string[];
+}
+
+export function writeConfig(config: Record<string, unknown>, dir = tempDir()): string {
+  const file = path.join(dir, 'tkgate.json');
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  return file;
+}
+
+export function startGateway({ config, env = {}, cwd, extraArgs = [] }: StartOptions): Promise<GatewayProcess> {
+  const dir = cwd ?? tempDir();
+  const configFile = writeConfig({ server: { port: 0 }, toolkits: { watch: false }, ...config }, dir);
+  const child = spawn(process.execPath, [tkgateBin, 'start', '--config', configFile, ...extraArgs], {
+    cwd: dir,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Array<Record<string, unknown>> = [];
+  let raw = '';
+  let pending = '';
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error('tkgate did not start within 15 s')), 15_000);
+    function fail(err: Error) {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`${err.message}\n${raw}`));
+    }
+    child.stderr!.on('data', (chunk: Buffer) => (raw += chunk.toString()));
+    child.stdout!.on('data', (chunk: Buffer) => {
+      raw += chunk.toString();
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop()!;
+      for (const line of lines) {
+        if (!line.trim()) continue;
+        const record = JSON.parse(line) as Record<string, unknown>;
+        logs.push(record);
+        if (record.msg === 'listening') {
+          clearTimeout(timer);
+          resolve({
+            base: String(record.url),
+            port: Number(record.port),
+            logs,
+            output: () => raw,
+            child,
+            stop: (signal = 'SIGTERM') => {
+              if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+              return exited;
+            },
+          });
+        }
+      }
+    });
+    void exited.then((code) => fail(new Error(`tkgate exited (${code}) before listening`)));
+  });
+}
