@@ -1,0 +1,103 @@
+// The gateway under test: the real tkgate binary on a fresh SQLite file, with one toolkit holding one
+// endpoint per scenario, a bench user with 10 items and a profile.
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { addUser, migrateToLatest, openDatabase } from '@tkgate/core';
+import { startProcess } from './processes.js';
+
+const tkgateBin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../packages/cli/dist/main.js');
+export const BENCH_USER = { username: 'bench', password: 'bench-password-1' };
+/** Logs in over and over in the storm; its own user, so its evictions never touch the bench user's session. */
+export const STORM_USER = { username: 'storm', password: 'storm-password-1' };
+
+function toolkit(upstreamPort, tinyScript) {
+  return {
+    name: 'bench',
+    type: 'app',
+    endpoints: [
+      {
+        path: 'items',
+        method: 'GET',
+        type: 'internal',
+        client_filter: { allowed_fields: ['q'], field_rules: { q: { type: 'string', max_length: 20 } } },
+        inject_db_context: ['profiles.email'],
+        pseudo_querys: [{ select: 'items', columns: ['id', 'title', 'status'], where: { owner_id: '$context.user_id' }, order_by: 'id', limit: 10 }],
+      },
+      { path: 'json', method: 'POST', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/json` } },
+      { path: 'file', method: 'GET', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/1mb`, passthrough: true } },
+      { path: 'tiny', method: 'GET', type: 'exec', command: [tinyScript], max_concurrency: 16, max_queue: 256 },
+    ],
+  };
+}
+
+export function writeTinyScript(dir) {
+  const script = path.join(dir, 'tiny.sh');
+  writeFileSync(script, '#!/bin/sh\necho \'{"ok":true}\'\n');
+  chmodSync(script, 0o755);
+  return script;
+}
+
+/** Creates the database, its tables and the bench user; returns the gateway's config file. */
+export async function prepareGateway(dir, { upstreamPort, tinyScript }) {
+  const filename = path.join(dir, 'tkgate.sqlite');
+  const db = openDatabase({ client: 'sqlite', filename, url: '' });
+  try {
+    await migrateToLatest(db);
+    const userId = await addUser(db, { ...BENCH_USER, power: 100 });
+    await addUser(db, STORM_USER);
+    await db.schema.createTable('profiles', (table) => {
+      table.increments('id');
+      table.integer('user_id').notNullable().index();
+      table.string('email').notNullable();
+    });
+    await db.schema.createTable('items', (table) => {
+      table.increments('id');
+      table.integer('owner_id').notNullable().index();
+      table.string('title').notNullable();
+      table.string('status').notNullable();
+    });
+    await db('profiles').insert({ user_id: userId, email: 'bench@example.org' });
+    await db('items').insert(Array.from({ length: 10 }, (_, i) => ({ owner_id: userId, title: `item ${i + 1}`, status: 'open' })));
+  } finally {
+    await db.destroy();
+  }
+  const toolkits = path.join(dir, 'toolkits');
+  mkdirSync(toolkits, { recursive: true });
+  writeFileSync(path.join(toolkits, 'bench.json'), JSON.stringify(toolkit(upstreamPort, tinyScript), null, 2));
+  const settings = (transport) => JSON.stringify({
+      server: { host: '127.0.0.1', port: 0 },
+      db: { client: 'sqlite', filename },
+      sessions: { max_per_user: 200 },
+      auth: { login_max_failures: 1_000_000 },
+      toolkits: { dir: toolkits, watch: false },
+      plugin_options: { '@tkgate/plugin-exec': { max_processes: 16, max_queue: 1024, spawn_helpers: Number(process.env.BENCH_SPAWN_HELPERS ?? 2) }, '@tkgate/plugin-http': { transport } },
+      log: { level: 'warn' },
+    });
+  const config = path.join(dir, 'tkgate.json');
+  writeFileSync(config, settings('undici'));
+  /** The same gateway on the got transport, measured as a reference (docs/http-transport.md). */
+  const gotConfig = path.join(dir, 'tkgate-got.json');
+  writeFileSync(gotConfig, settings('got'));
+  return { config, gotConfig, filename };
+}
+
+export async function startTkgate(config, extraArgs = [], env = {}) {
+  const gateway = await startProcess(process.execPath, [...extraArgs, tkgateBin, 'start', '--config', config], {
+    env: { TKGATE_LOG_LEVEL: 'info', ...env },
+    ready: (line) => line.includes('"msg":"listening"'),
+  });
+  const { port } = JSON.parse(gateway.line);
+  return { ...gateway, base: `http://127.0.0.1:${port}/api` };
+}
+
+export async function login(base) {
+  const response = await fetch(`${base}/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(BENCH_USER),
+  });
+  const body = await response.json();
+  if (!body.success) throw new Error(`bench login failed: ${JSON.stringify(body)}`);
+  return body.data.token;
+}
