@@ -1,0 +1,37 @@
+// A complete tkgate plugin: the worked example of docs/plugins.md, loaded by the test suite from this path.
+// It adds the endpoint type `static` (answers configured JSON, optionally per toolkit group) and the
+// named function `static.now` (for `type: internal` endpoints with `handler: static.now`).
+import { PLUGIN_API_VERSION, z } from '@tkgate/core';
+
+/** The endpoint keys this type adds; unknown keys are refused with their key path. */
+const configSchema = z.strictObject({
+  value: z.unknown(),
+  by_group: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** @type {import('@tkgate/core').TkgatePlugin} */
+const plugin = {
+  name: 'tkgate-plugin-static',
+  apiVersion: PLUGIN_API_VERSION,
+  register(api) {
+    api.registerEndpointType({
+      type: 'static',
+      configSchema,
+      // Runs at load: by_group needs toolkit_group in the context, so refuse a wrapping that removes it.
+      check(config, env) {
+        if (config.by_group && !env.contextFields.has('toolkit_group')) {
+          return [{ path: ['by_group'], message: 'by_group needs toolkit_group, which overwrite_wrapping removes' }];
+        }
+        return [];
+      },
+      // Runs per request, after all nine steps: the context is final; the return value is `data`.
+      async execute({ config, context }) {
+        const group = context.toolkit_group;
+        return typeof group === 'string' && config.by_group && group in config.by_group ? config.by_group[group] : config.value;
+      },
+    });
+    api.registerFunction('static.now', ({ context }) => ({ now: new Date().toISOString(), for: context.username }));
+  },
+};
+
+export default plugin;
