@@ -203,6 +203,21 @@ for (const dialect of dialects) {
       expect(reply.body.error.details).to.deep.equal([{ field: 'status', rule: 'required', message: 'status is needed to look up total' }]);
     });
 
+    it("gives a plugin that reads the client's signal late, after the client left, an aborted signal", async () => {
+      const token = await s.login('quinn');
+      const client = new AbortController();
+      const leaving = fetch(`${s.gateway.base}/tk/app/shop/late-signal`, { headers: { authorization: `Bearer ${token}` }, signal: client.signal }).catch(() => 'left');
+      await sleep(100);
+      client.abort();
+      expect(await leaving).to.equal('left');
+      let line: string | undefined;
+      for (let i = 0; i < 50 && !line; i++) {
+        await sleep(20);
+        line = s.gateway.output().split('\n').find((l) => l.includes('"signal read late"'));
+      }
+      expect(JSON.parse(line!)).to.include({ aborted: true });
+    });
+
     it('a logout while a slow request of that session runs is final', async () => {
       const token = await s.login('quinn');
       const slow = toolkitClient(s.gateway.base, token).get('shop', 'slow', { n: '1' });

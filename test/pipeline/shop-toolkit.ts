@@ -20,6 +20,7 @@ export const shop: ToolkitDoc = {
     { path: 'boom', method: 'GET', type: 'internal', handler: 'boom' },
     { path: 'teapot', method: 'GET', type: 'internal', handler: 'teapot' },
     { path: 'slow', method: 'GET', type: 'internal', handler: 'sleep' },
+    { path: 'late-signal', method: 'GET', type: 'internal', handler: 'late-signal' },
     { path: 'doomed', method: 'GET', type: 'internal', handler: 'echo', inject_db_context: ['doomed.value'] },
     {
       path: 'guarded',

@@ -10,6 +10,13 @@ const plugin: TkgatePlugin = {
       await new Promise((resolve) => setTimeout(resolve, 800));
       return { slept: true, payload: context.payload };
     });
+    // Reads the client-gone signal only after a while, as a slow plugin might: it must already be aborted.
+    api.registerFunction('late-signal', async (call) => {
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const { aborted } = call.signal;
+      call.log.info('signal read late', { request_id: call.requestId, aborted });
+      return { aborted };
+    });
     api.registerFunction('boom', () => {
       throw new Error('secret internals: /etc/shadow');
     });

@@ -5,6 +5,7 @@ import { notFound } from './errors.js';
 import type { GatewayMiddleware, GatewayState } from './http/context.js';
 import { errorEnvelope } from './http/error-envelope.js';
 import { assignRequestId } from './http/request-id.js';
+import { respondAtTurnEnd } from './http/respond-at-turn-end.js';
 import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-pipeline.js';
 
 export type AppServices = AuthServices & PipelineServices;
@@ -13,11 +14,12 @@ const noSuchRoute: GatewayMiddleware = async () => {
   throw notFound('not_found', 'no such route');
 };
 
-/** The Koa app: request id, the error envelope around everything, then the auth and toolkit routes. */
+/** The Koa app: responses batched per turn, request id, the error envelope around everything, then the auth and toolkit routes. */
 export function createApp(services: AppServices): Koa<GatewayState> {
   const app = new Koa<GatewayState>();
   app.proxy = false;
   app.silent = true;
+  app.use(respondAtTurnEnd);
   app.use(assignRequestId);
   app.use(errorEnvelope(services.log));
   app.use(authRoutes(services).routes());

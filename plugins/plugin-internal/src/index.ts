@@ -18,7 +18,8 @@ const plugin: TkgatePlugin = {
         if (call.config.handler !== undefined) {
           const fn = api.getFunction(call.config.handler)!;
           try {
-            return await fn({ context: call.context, requestId: call.requestId, signal: call.signal, db: call.db, log: call.log });
+            // `signal` passed on read, not copied: the gateway makes it only when someone reads it.
+            return await fn({ context: call.context, requestId: call.requestId, get signal() { return call.signal; }, db: call.db, log: call.log });
           } catch (err) {
             if (err instanceof GatewayError) throw err;
             throw new GatewayError(500, 'internal_error', 'internal error', { cause: err });

@@ -39,8 +39,21 @@ const param = (index: number) => `\u0000tkgate-param-${index}\u0000`;
 
 type BindingPlan = Array<{ param: number } | { value: unknown }>;
 
+/**
+ * A bound LIMIT or OFFSET makes SQLite re-prepare the statement on every run (its planner reads the bound
+ * value): measured, one re-prepare per request, most of an internal endpoint's SQLite time. Prepared reads
+ * take their limits from configuration or code, never from a request, so they go into the SQL as literals.
+ * knex keeps the current limit in `_single` (not public); `limit(n, { skipBinding: true })` is.
+ */
+function inlineLimits(builder: Knex.QueryBuilder): Knex.QueryBuilder {
+  const single = (builder as unknown as { _single?: { limit?: unknown; offset?: unknown } })._single ?? {};
+  if (Number.isSafeInteger(single.limit)) builder.limit(single.limit as number, { skipBinding: true });
+  if (Number.isSafeInteger(single.offset)) builder.offset(single.offset as number, { skipBinding: true });
+  return builder;
+}
+
 function compile(build: (param: (index: number) => string) => Knex.QueryBuilder): { sql: string; plan: BindingPlan } {
-  const { sql, bindings } = build(param).toSQL().toNative();
+  const { sql, bindings } = inlineLimits(build(param)).toSQL().toNative();
   const plan = bindings.map((binding) => {
     const match = typeof binding === 'string' ? PARAM.exec(binding) : null;
     return match ? { param: Number(match[1]) } : { value: binding };

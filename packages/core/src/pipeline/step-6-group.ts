@@ -9,8 +9,8 @@ import type { GatewayMiddleware } from '../http/context.js';
 export function groupStep(db: Database, reads: PreparedReads): GatewayMiddleware {
   const groups = reads.prepare((param) =>
     db.select({
-      by_override: db('toolkit_overrides').where({ toolkit: param(0), user_id: param(1) }).select('toolkit_group').limit(1),
-      by_association: db('jde_associations').where({ toolkit: param(0), core_group_id: param(2) }).select('toolkit_group').limit(1),
+      by_override: db('toolkit_overrides').where({ toolkit: param(0), user_id: param(1) }).select('toolkit_group').limit(1, { skipBinding: true }),
+      by_association: db('jde_associations').where({ toolkit: param(0), core_group_id: param(2) }).select('toolkit_group').limit(1, { skipBinding: true }),
     }),
     { cached: true },
   );

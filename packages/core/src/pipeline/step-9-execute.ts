@@ -2,7 +2,7 @@ import type { Database } from '../db/connect.js';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
 import type { Logger } from '../log.js';
-import { StreamedResponse } from '../plugins/plugin-api.js';
+import { StreamedResponse, type EndpointCall } from '../plugins/plugin-api.js';
 
 /** Request headers a plugin never sees: credentials of the client, and hop-by-hop headers. */
 const WITHHELD_HEADERS = new Set([
@@ -19,12 +19,36 @@ function forwardableHeaders(ctx: GatewayContext): Record<string, string> {
 }
 
 /** Aborts when the client closes the connection before the response is complete. */
-function clientGone(ctx: GatewayContext): AbortController {
+function clientGone(ctx: GatewayContext): AbortSignal {
   const controller = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) controller.abort(new Error('the client closed the connection'));
-  });
-  return controller;
+  const abort = () => controller.abort(new Error('the client closed the connection'));
+  if (ctx.res.destroyed || ctx.req.socket.destroyed) abort();
+  else ctx.res.once('close', () => ctx.res.writableFinished || abort());
+  return controller.signal;
+}
+
+/**
+ * What the plugin gets. `signal` and `headers` are made on first use: most endpoints read neither, and
+ * creating an AbortSignal measured ~4% of an internal endpoint's CPU.
+ */
+function endpointCall(ctx: GatewayContext, db: Database, log: Logger): EndpointCall<unknown> {
+  const endpoint = ctx.state.endpoint!;
+  let signal: AbortSignal | undefined;
+  let headers: Record<string, string> | undefined;
+  return {
+    config: endpoint.typeConfig,
+    context: ctx.state.requestContext!,
+    requestId: ctx.state.requestId,
+    get headers() {
+      return (headers ??= forwardableHeaders(ctx));
+    },
+    get signal() {
+      return (signal ??= clientGone(ctx));
+    },
+    db,
+    log,
+    endpoint: { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint },
+  };
 }
 
 /**
@@ -33,17 +57,7 @@ function clientGone(ctx: GatewayContext): AbortController {
  */
 export function executeStep(db: Database, log: Logger): GatewayMiddleware {
   return async (ctx) => {
-    const endpoint = ctx.state.endpoint!;
-    const result = await endpoint.type.execute({
-      config: endpoint.typeConfig,
-      context: ctx.state.requestContext!,
-      requestId: ctx.state.requestId,
-      headers: forwardableHeaders(ctx),
-      signal: clientGone(ctx).signal,
-      db,
-      log,
-      endpoint: { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint },
-    });
+    const result = await ctx.state.endpoint!.type.execute(endpointCall(ctx, db, log));
     if (result instanceof StreamedResponse) {
       ctx.status = result.status;
       for (const [name, value] of Object.entries(result.headers)) ctx.set(name, value);

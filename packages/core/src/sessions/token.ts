@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** 32 bytes from the CSPRNG, base64url: 43 characters. Only its SHA-256 hex is ever kept. */
 export function newToken(): string {
@@ -6,7 +6,7 @@ export function newToken(): string {
 }
 
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;

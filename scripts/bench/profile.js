@@ -1,0 +1,79 @@
+// node scripts/bench/profile.js <status|items|json|tiny> [--no-profile]: one bench scenario against a gateway
+// started with `node --cpu-prof`, under wrk (1 thread, 50 connections, 2 s warm-up, 8 s measured).
+// Prints requests/s, the gateway's CPU time per request (from /proc, so profiler-free with --no-profile),
+// and the profile's top self time by function and by package. The profiles of docs/performance.md.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, startProcess } from './processes.js';
+import { login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const SCENARIOS = { status: '/auth/status', items: '/tk/app/bench/items?q=disk', json: '/tk/app/bench/json', tiny: '/tk/app/bench/tiny' };
+const scenario = process.argv[2];
+if (!(scenario in SCENARIOS)) {
+  process.stderr.write(`usage: node scripts/bench/profile.js <${Object.keys(SCENARIOS).join('|')}> [--no-profile]\n`);
+  process.exit(2);
+}
+const profiling = !process.argv.includes('--no-profile');
+
+/** CPU time (user + system) the process has used, in ms. */
+function cpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Self time per key, as percentages of the profile, highest first. */
+function selfTime(profile, keyOf, top) {
+  const times = new Map();
+  profile.samples.forEach((id, i) => times.set(id, (times.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const byKey = new Map();
+  let total = 0;
+  for (const node of profile.nodes) {
+    const time = times.get(node.id) ?? 0;
+    total += time;
+    const key = keyOf(node.callFrame);
+    byKey.set(key, (byKey.get(key) ?? 0) + time);
+  }
+  return [...byKey].sort((a, b) => b[1] - a[1]).slice(0, top).map(([key, time]) => `${((100 * time) / total).toFixed(1).padStart(5)}%  ${key}`);
+}
+
+const functionOf = ({ functionName, url, lineNumber }) => `${functionName || '(anonymous)'} ${url.split('/').slice(-2).join('/')}:${lineNumber}`;
+function packageOf({ functionName, url }) {
+  if (!url) return functionName;
+  if (url.startsWith('node:')) return 'node internals';
+  const dependency = url.match(/node_modules\/((@[^/]+\/)?[^/]+)/);
+  if (dependency) return dependency[1];
+  const own = url.match(/\/(packages|plugins)\/([^/]+)\//);
+  return own ? `tkgate ${own[2]}` : url;
+}
+
+const dir = mkdtempSync(path.join(tmpdir(), 'tkgate-profile-'));
+const upstreamPort = await freePort();
+const upstream = await startProcess(process.execPath, [path.join(here, 'servers/upstream.js')], { env: { PORT: String(upstreamPort) }, ready: (line) => line.startsWith('ready') });
+const { config } = await prepareGateway(dir, { upstreamPort, tinyScript: writeTinyScript(dir) });
+const profileDir = path.join(dir, 'profile');
+const gateway = await startTkgate(config, profiling ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+try {
+  const token = await login(gateway.base);
+  const postScript = path.join(dir, 'post.lua');
+  writeFileSync(postScript, 'wrk.method = "POST"\nwrk.body = \'{"q":"disk"}\'\nwrk.headers["Content-Type"] = "application/json"\n');
+  const wrk = (seconds) =>
+    execFileSync('wrk', ['-t1', '-c50', `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, ...(scenario === 'json' ? ['-s', postScript] : []), `${gateway.base}${SCENARIOS[scenario]}`]).toString();
+  wrk(2);
+  const before = cpuMs(gateway.pid);
+  const output = wrk(8);
+  const used = cpuMs(gateway.pid) - before;
+  const rps = Number(output.match(/Requests\/sec:\s+([\d.]+)/)[1]);
+  process.stdout.write(`${scenario}: ${rps.toFixed(0)} req/s; gateway CPU ${used} ms over 8 s, ${((used * 1000) / (rps * 8)).toFixed(1)} µs per request\n`);
+} finally {
+  await gateway.stop();
+  await upstream.stop();
+}
+if (profiling) {
+  const profile = JSON.parse(readFileSync(path.join(profileDir, readdirSync(profileDir)[0]), 'utf8'));
+  process.stdout.write(`\nself time by function (whole run, start-up included):\n${selfTime(profile, functionOf, 30).join('\n')}\n`);
+  process.stdout.write(`\nself time by package:\n${selfTime(profile, packageOf, 20).join('\n')}\n`);
+}
