@@ -5,15 +5,21 @@ export function configFrom(values: OptionValues, overrides: Record<string, unkno
   return loadServerConfig({ file: values.config as string | undefined, overrides });
 }
 
-/** Opens the configured database, brings its schema up to date, runs `work`, and always closes it. */
-export async function withDatabase<T>(values: OptionValues, work: (db: Database, config: ServerConfig) => Promise<T>): Promise<T> {
+/** Opens the configured database as it is, runs `work`, and always closes it. */
+export async function withOpenDatabase<T>(values: OptionValues, work: (db: Database, config: ServerConfig) => Promise<T>): Promise<T> {
   const config = configFrom(values);
   const db = openDatabase(config.db);
   try {
-    await migrateToLatest(db);
     return await work(db, config);
   } finally {
     await db.destroy();
   }
 }
 
+/** Opens the configured database, brings its schema up to date, runs `work`, and always closes it. */
+export function withDatabase<T>(values: OptionValues, work: (db: Database, config: ServerConfig) => Promise<T>): Promise<T> {
+  return withOpenDatabase(values, async (db, config) => {
+    await migrateToLatest(db);
+    return work(db, config);
+  });
+}

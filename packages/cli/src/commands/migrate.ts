@@ -1,6 +1,6 @@
-import { migrateToLatest, openDatabase } from '@tkgate/core';
+import { migrateToLatest } from '@tkgate/core';
 import type { Command } from './command.js';
-import { configFrom } from './context.js';
+import { withOpenDatabase } from './context.js';
 
 export const migrate: Command = {
   name: 'migrate',
@@ -9,12 +9,7 @@ export const migrate: Command = {
   options: {},
   operands: { min: 0, max: 0 },
   async run({ values }) {
-    const db = openDatabase(configFrom(values).db);
-    try {
-      const applied = await migrateToLatest(db);
-      process.stdout.write(applied.length > 0 ? `applied: ${applied.join(', ')}\n` : 'already up to date\n');
-    } finally {
-      await db.destroy();
-    }
+    const applied = await withOpenDatabase(values, (db) => migrateToLatest(db));
+    process.stdout.write(applied.length > 0 ? `applied: ${applied.join(', ')}\n` : 'already up to date\n');
   },
 };
