@@ -14,6 +14,7 @@ export {
   methodNotAllowed,
   rateLimited,
   internalError,
+  unavailable,
 } from './errors.js';
 export type { FieldProblem, GatewayErrorOptions } from './errors.js';
 export { openDatabase } from './db/connect.js';
@@ -48,3 +49,5 @@ export { z } from 'zod';
 export { durationMs } from './plugins/config-schemas.js';
 export { checkToolkitDirectory } from './toolkits/check-directory.js';
 export type { ToolkitProblem } from './toolkits/config-issues.js';
+export { serve } from './cluster/serve.js';
+export type { Serving } from './cluster/serve.js';

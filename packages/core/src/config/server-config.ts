@@ -3,6 +3,7 @@
  * built-in defaults < config/default.json < --config FILE (or TKGATE_CONFIG) < env vars < CLI flags.
  */
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import convict from 'convict';
 import { parseDuration } from './duration.js';
@@ -42,6 +43,26 @@ convict.addFormat({
   coerce: (value: string) => Number(value),
 });
 
+convict.addFormat({
+  name: 'workers',
+  validate(value: unknown) {
+    if (value !== 'auto' && (!Number.isInteger(value) || (value as number) < 1)) throw new Error('must be a whole number of at least 1, or "auto"');
+  },
+  coerce: (value: string) => (value === 'auto' ? value : Number(value)),
+});
+
+/** sessions.cache_ttl is the revocation bound across instances (SPEC section 8): at most 5 s. */
+const MAX_CACHE_TTL_MS = 5_000;
+
+convict.addFormat({
+  name: 'cache-ttl',
+  validate(value: unknown) {
+    if (parseDuration(value) > MAX_CACHE_TTL_MS) throw new Error('must be at most 5s');
+  },
+  coerce: (value: string) => (/^\d+(\.\d+)?$/.test(value) ? Number(value) : value),
+});
+
+
 const booleanFromEnv = (value: string) => value === 'true' || value === '1';
 
 export const DEFAULT_PLUGINS = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkgate/plugin-exec'];
@@ -59,6 +80,7 @@ const schema = {
       env: 'TKGATE_TRUST_PROXY',
       coerce: booleanFromEnv,
     },
+    workers: { doc: 'worker processes serving the port (node:cluster), or "auto": one per core', format: 'workers', default: 1, env: 'TKGATE_WORKERS' },
   },
   db: {
     client: { doc: 'sqlite or mysql', format: ['sqlite', 'mysql'], default: 'sqlite', env: 'TKGATE_DB_CLIENT' },
@@ -69,6 +91,7 @@ const schema = {
     idle_timeout: { doc: 'expiry after non-use', format: 'duration', default: '30m', env: 'TKGATE_IDLE_TIMEOUT' },
     absolute_lifetime: { doc: 'a session ends this long after login', format: 'duration', default: '24h' },
     max_per_user: { doc: 'concurrent sessions per user', format: 'positive-int', default: 5, env: 'TKGATE_MAX_SESSIONS' },
+    cache_ttl: { doc: 'how long a process may trust what it read about a session (0 = not at all, at most 5s)', format: 'cache-ttl', default: '1s' },
     persist: {
       doc: 'store token hashes in the DB and reload them at start',
       format: Boolean,
@@ -95,9 +118,9 @@ const schema = {
 
 /** The configuration as convict holds it: durations still as written. */
 interface RawConfig {
-  server: ServerConfig['server'];
+  server: Omit<ServerConfig['server'], 'workers'> & { workers: number | 'auto' };
   db: { client: string; filename: string; url: string };
-  sessions: { idle_timeout: string | number; absolute_lifetime: string | number; max_per_user: number; persist: boolean };
+  sessions: { idle_timeout: string | number; absolute_lifetime: string | number; max_per_user: number; cache_ttl: string | number; persist: boolean };
   auth: { admin_power: number; login_max_failures: number; login_window: string | number };
   toolkits: { dir: string; watch: boolean };
   plugins: string[];
@@ -106,9 +129,9 @@ interface RawConfig {
 }
 
 export interface ServerConfig {
-  server: { host: string; port: number; base_url: string; max_body_bytes: number; trust_proxy: boolean };
+  server: { host: string; port: number; base_url: string; max_body_bytes: number; trust_proxy: boolean; workers: number };
   db: { client: 'sqlite' | 'mysql'; filename: string; url: string };
-  sessions: { idle_timeout_ms: number; absolute_lifetime_ms: number; max_per_user: number; persist: boolean };
+  sessions: { idle_timeout_ms: number; absolute_lifetime_ms: number; max_per_user: number; cache_ttl_ms: number; persist: boolean };
   auth: { admin_power: number; login_max_failures: number; login_window_ms: number };
   toolkits: { dir: string; watch: boolean };
   plugins: string[];
@@ -163,12 +186,13 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
 
 function normalise(raw: RawConfig, cwd: string): ServerConfig {
   return {
-    server: { ...raw.server },
+    server: { ...raw.server, workers: raw.server.workers === 'auto' ? availableParallelism() : raw.server.workers },
     db: { client: raw.db.client as 'sqlite' | 'mysql', filename: path.resolve(cwd, raw.db.filename), url: raw.db.url },
     sessions: {
       idle_timeout_ms: parseDuration(raw.sessions.idle_timeout),
       absolute_lifetime_ms: parseDuration(raw.sessions.absolute_lifetime),
       max_per_user: raw.sessions.max_per_user,
+      cache_ttl_ms: parseDuration(raw.sessions.cache_ttl),
       persist: raw.sessions.persist,
     },
     auth: {

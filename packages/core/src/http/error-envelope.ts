@@ -12,7 +12,8 @@ export function errorEnvelope(log: Logger): GatewayMiddleware {
       await next();
     } catch (thrown) {
       const error = toGatewayError(thrown, ctx);
-      if (error.status >= 500) {
+      // 503 busy is load shedding, answered on purpose and counted where it happens: not an error line each.
+      if (error.status >= 500 && error.code !== 'busy') {
         log.error('request failed', { request_id: ctx.state.requestId, path: ctx.path, code: error.code, err: error.cause ?? thrown });
       } else {
         log.debug('request refused', { request_id: ctx.state.requestId, path: ctx.path, code: error.code, status: error.status });
