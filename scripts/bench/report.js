@@ -28,6 +28,8 @@ function notes(report) {
   const storm = report.results.find((r) => r.status_during);
   const lines = [];
   if (memory) lines.push(`Memory: ${memory.rss_empty_mb} MB RSS with no sessions, ${memory.target.peak_rss_mb} MB with ${memory.scenario.split(': ')[1]} (+${memory.rss_delta_mb} MB), each the lowest reading over ${report.plan.settleMs / 1000} s idle (V8 shrinks its heap about 15 s after start); ${memory.rss_just_loaded_mb} MB right after loading them.`);
+  const withCpu = report.results.filter((r) => r.target.cpu_ms_per_req !== undefined);
+  if (withCpu.length) lines.push(`Gateway CPU per request (user + system, with its child processes): ${withCpu.map((r) => `${r.scenario} ${cell(r.target.cpu_ms_per_req, 3)} ms`).join('; ')}.`);
   if (storm) lines.push(`Login storm: ${cell(storm.target.rps, 0)} logins/s; status p99 ${cell(storm.status_during.p99)} ms at 200 req/s meanwhile.`);
   return lines;
 }

@@ -6,7 +6,7 @@ import { tmpdir, cpus } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadGenerator, runLoad } from './load.js';
-import { freePort, rssMb, sampleRss, sleep, startProcess } from './processes.js';
+import { freePort, rssMb, sampleRss, sleep, startProcess, treeCpuMs } from './processes.js';
 import { nginxInstalled, startNginx } from './servers/nginx.js';
 import { startWebhook, webhookInstalled } from './servers/webhook.js';
 import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
@@ -35,6 +35,16 @@ async function measure(load, rssPid) {
   const stopSampling = rssPid ? sampleRss(rssPid) : undefined;
   const result = await runLoad({ ...load, connections: load.connections ?? CONNECTIONS, durationS: PLAN.measureS });
   return { ...result, peak_rss_mb: stopSampling ? round(stopSampling()) : undefined };
+}
+
+/** measure(), plus the gateway's CPU time per request (ms, the process and its children: workers, helpers). */
+async function measureWithCpu(load, pid) {
+  await runLoad({ ...load, connections: load.connections ?? CONNECTIONS, durationS: PLAN.warmupS });
+  const before = treeCpuMs(pid);
+  const stopSampling = sampleRss(pid);
+  const result = await runLoad({ ...load, connections: load.connections ?? CONNECTIONS, durationS: PLAN.measureS });
+  const cpu_ms_per_req = round((treeCpuMs(pid) - before) / (result.rps * PLAN.measureS), 3);
+  return { ...result, peak_rss_mb: round(stopSampling()), cpu_ms_per_req };
 }
 
 /**
@@ -77,7 +87,15 @@ async function main() {
   process.stderr.write(`tkgate bench (${mode}, ${loadGenerator}, ${CONNECTIONS} connections, ${cpus().length} cores)\n`);
 
   // 1. GET /auth/status with a valid token, vs. bare Koa answering the same JSON.
-  row('1. GET /auth/status', await measure({ url: `${gateway.base}/auth/status`, headers: auth }, gateway.pid), { name: 'bare Koa', ...(await measure({ url: `http://127.0.0.1:${koaPort}/api/auth/status` })) }, atLeast(0.85));
+  const bareKoaStatus = { name: 'bare Koa', ...(await measure({ url: `http://127.0.0.1:${koaPort}/api/auth/status` })) };
+  row('1. GET /auth/status', await measureWithCpu({ url: `${gateway.base}/auth/status`, headers: auth }, gateway.pid), bareKoaStatus, atLeast(0.85));
+  // 1w. The same on `server.workers: 2` (node:cluster); its CPU counts the primary and both workers.
+  {
+    const clustered = track(await startTkgate(config, [], { TKGATE_WORKERS: '2' }));
+    const clusteredAuth = { authorization: `Bearer ${await login(clustered.base)}` };
+    row('1w. GET /auth/status, workers: 2', await measureWithCpu({ url: `${clustered.base}/auth/status`, headers: clusteredAuth }, clustered.pid), bareKoaStatus, null);
+    await clustered.stop();
+  }
 
   // 2. An internal endpoint: auth, nine steps, client_filter, one inject_db_context, a pseudo select on SQLite.
   row('2. internal endpoint', await measure({ url: `${gateway.base}/tk/app/bench/items?q=disk`, headers: auth }, gateway.pid), { name: 'bare Koa', ...(await measure({ url: `http://127.0.0.1:${koaPort}/api/tk/app/bench/items?q=disk` })) }, atLeast(0.6));
