@@ -21,7 +21,7 @@ export class DatabaseSchema {
 }
 
 /** Never readable or writable through toolkit configuration. */
-export const SECRET_TABLES = new Set(['sessions', 'tkgate_migrations', 'tkgate_migrations_lock']);
+export const SECRET_TABLES = new Set(['sessions', 'login_failures', 'tkgate_migrations', 'tkgate_migrations_lock']);
 export const SECRET_COLUMNS = new Set(['users.password_hash']);
 /** tkgate's own tables: readable (minus secrets) but never written through configuration. */
 export const CORE_TABLES = new Set(['users', 'core_groups', 'jde_associations', 'toolkit_overrides', ...SECRET_TABLES]);
