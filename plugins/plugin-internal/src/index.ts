@@ -1,5 +1,6 @@
 import { PLUGIN_API_VERSION, GatewayError, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { checkInternalEndpoint } from './check-queries.js';
+import { describeInternalResponse } from './describe-response.js';
 import { internalConfigSchema, type InternalConfig } from './internal-config.js';
 import { prepareQueries, runQueries, type PreparedQuery } from './run-queries.js';
 
@@ -14,6 +15,7 @@ const plugin: TkgatePlugin = {
       type: 'internal',
       configSchema: internalConfigSchema,
       check: checkInternalEndpoint,
+      describeResponse: describeInternalResponse,
       async execute(call) {
         if (call.config.handler !== undefined) {
           const fn = api.getFunction(call.config.handler)!;
