@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ENTRY } from './db-context-entries.js';
 
 /**
  * The core keys of a toolkit file (SPEC section 5). Endpoint keys that are not listed here belong to the
@@ -45,7 +46,13 @@ export const endpointCoreSchema = z.strictObject({
     .describe('Who may call the endpoint.'),
   client_filter: clientFilter.optional().describe('Checks on the payload (query string for GET, body for POST), before anything else reads it.'),
   inject_db_context: z
-    .array(z.string().describe('table.column (the caller\'s row), table.column?filter_column=$payload.field (every matching row), optionally followed by " as key".'))
+    .array(
+      z
+        .string()
+        .describe('table.column (the caller\'s row), table.column?filter_column=$payload.field (every matching row), optionally followed by " as key".')
+        // For editors only: compileDbContext checks the same form with its own message.
+        .meta({ pattern: `^\\s*${ENTRY.source.slice(1, -1)}\\s*$` }),
+    )
     .optional()
     .describe('Values read from the database into db_context.'),
   overwrite_wrapping: z
