@@ -30,7 +30,7 @@ const plugin = {
         return typeof group === 'string' && config.by_group && group in config.by_group ? config.by_group[group] : config.value;
       },
       // Optional: what `data` looks like, for GET {base}/openapi.json.
-      describeResponse: () => ({ data: { description: 'The configured value, or the one for the caller\'s toolkit group.' } }),
+      describeResponse: () => ({ data: { description: "The configured value, or the one for the caller's toolkit group." } }),
     });
     api.registerFunction('static.now', ({ context }) => ({ now: new Date().toISOString(), for: context.username }));
   },
