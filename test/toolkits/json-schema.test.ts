@@ -7,7 +7,7 @@ import { disabled, library, shop } from '../pipeline/shop-toolkit.js';
 import { runCli } from '../support/cli.js';
 import { dialects } from '../support/databases.js';
 import { writeConfig } from '../support/gateway-process.js';
-import { repoRoot, tempDir } from '../support/paths.js';
+import { repoRoot } from '../support/paths.js';
 import { toolkitDir, type ToolkitDoc } from '../support/toolkit-files.js';
 
 /** `tkgate schema`: editors validate toolkit files with it as `config check` would, key for key. */
@@ -16,7 +16,8 @@ const staticPlugin = path.join(repoRoot, 'docs/examples/static-plugin.js');
 const committedSchema = path.join(repoRoot, 'config/toolkit.schema.json');
 
 async function printSchema(plugins: string[]): Promise<Record<string, any>> {
-  const config = writeConfig({ db: { client: 'sqlite', filename: path.join(tempDir(), 'schema.sqlite') }, plugins });
+  // A database that cannot be reached: the schema needs none.
+  const config = writeConfig({ db: { client: 'mysql', url: 'mysql://nobody@127.0.0.1:9/none' }, plugins });
   const result = await runCli(['schema', '--config', config]);
   expect(result.code, result.stderr).to.equal(0);
   return JSON.parse(result.stdout);

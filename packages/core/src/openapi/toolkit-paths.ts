@@ -38,8 +38,8 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
   const op: JsonSchema = {
     operationId: `tk.${toolkit.kind}.${toolkit.name}.${endpoint.path.replaceAll('/', '.')}.${method.toLowerCase()}`,
     tags: [toolkit.name],
-    summary: endpoint.description?.split('\n')[0] ?? `${endpoint.type.type} endpoint ${endpoint.path}`,
-    'x-endpoint-type': endpoint.type.type,
+    // Nothing of the type's configuration (upstream URLs, commands) is shown: only what a caller needs.
+    summary: endpoint.description?.split('\n')[0] ?? `${method} ${endpoint.path}`,
     'x-min-power': endpoint.minPower,
   };
   if (endpoint.description) op.description = endpoint.description;
