@@ -1,10 +1,9 @@
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
-import { startGateway } from '../support/gateway-process.js';
+import { runCli } from '../support/cli.js';
+import { startGateway, writeConfig } from '../support/gateway-process.js';
 import { call, type Reply } from '../support/http.js';
 import { withGateway } from '../support/suite.js';
-import { runCli } from '../support/cli.js';
-import { writeConfig } from '../support/gateway-process.js';
 import { startUpstream, type Upstream } from '../support/upstream.js';
 import { echoEndpoint, toolkitDir } from '../support/toolkit-files.js';
 
