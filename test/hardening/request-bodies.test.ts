@@ -89,11 +89,12 @@ describe(`request bodies (${dialects[0]!.name})`, () => {
   });
 
   describe('encodings and framing', () => {
-    it('answers 400 to a body that is not valid gzip, and reads one that is', async () => {
+    it('answers 400 to a body that is not valid gzip or brotli, and reads one that is', async () => {
       const headers = { ...json, 'content-encoding': 'gzip' };
       refused(await client().post('bodies', 'echo', undefined, { rawBody: `{"a":"${MARKER}"}`, headers }), 400, { field: 'body', rule: 'encoding' });
       const whole = gzipSync(JSON.stringify({ a: MARKER.repeat(20) }));
       refused(await client().post('bodies', 'echo', undefined, { rawBody: whole.subarray(0, whole.length - 12), headers }), 400, { field: 'body', rule: 'encoding' });
+      refused(await client().post('bodies', 'echo', undefined, { rawBody: 'not brotli data at all', headers: { ...json, 'content-encoding': 'br' } }), 400, { rule: 'encoding' });
       const good = await client().post('bodies', 'echo', undefined, { rawBody: gzipSync('{"a":1}'), headers });
       expect(good.body.data.payload).to.deep.equal({ a: 1 });
       refused(await client().post('bodies', 'echo', undefined, { rawBody: '{}', headers: { ...json, 'content-encoding': 'compress' } }), 400, { field: 'content-encoding' });

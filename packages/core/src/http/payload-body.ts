@@ -74,11 +74,14 @@ function unreadBody(ctx: GatewayContext, error: GatewayError): GatewayError {
   return error;
 }
 
+/** Error codes of node:zlib streams: Z_DATA_ERROR, Z_BUF_ERROR (cut short), ERR__ERROR_FORMAT_… (brotli). */
+const DECOMPRESSION_ERROR = /^(?:Z_|ERR__ERROR_|ERR_BROTLI)/;
+
 /** raw-body, inflation and zlib errors are the client's mistakes; anything else stays internal (undefined). */
 function clientMistake(err: unknown): GatewayError | undefined {
   const failure = err as { status?: number; type?: string; code?: string };
   const problem = (field: string, rule: string, message: string) => invalidPayload([{ field, rule, message }], 'the request body could not be read');
-  if (typeof failure.code === 'string' && failure.code.startsWith('Z_')) {
+  if (typeof failure.code === 'string' && DECOMPRESSION_ERROR.test(failure.code)) {
     return problem('body', 'encoding', 'the body is not valid data of its Content-Encoding');
   }
   if (failure.type === 'encoding.unsupported' || failure.status === 415) {
