@@ -44,6 +44,9 @@ export type {
 } from './plugins/plugin-api.js';
 export type { ResponseDescription, JsonSchema } from './plugins/response-description.js';
 export { DatabaseSchema, unreadable, CORE_TABLES } from './toolkits/database-schema.js';
+export { NOT_CONVERTIBLE } from './toolkits/column-types.js';
+export type { ColumnType, ColumnKind } from './toolkits/column-types.js';
+export { jsonDepthExceeds } from './json/json-limits.js';
 /** zod, for plugin config schemas (any Standard Schema library works too). */
 export { z } from 'zod';
 export { durationMs } from './plugins/config-schemas.js';
