@@ -1,6 +1,6 @@
 // Child processes for the bench: started on 127.0.0.1, ready when they print a line, RSS sampled from /proc.
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 
 export function freePort() {
@@ -108,30 +108,4 @@ export function commandInstalled(command, versionArgs) {
   } catch {
     return false;
   }
-}
-
-/** CPU time (user + system, ms) used so far by a process and its live descendants (cluster workers, helpers). */
-export function treeCpuMs(pid) {
-  const parents = new Map();
-  const cpu = new Map();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
-      parents.set(Number(entry), Number(fields[1]));
-      cpu.set(Number(entry), (Number(fields[11]) + Number(fields[12])) * 10);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  let total = 0;
-  for (const [candidate, used] of cpu) {
-    for (let at = candidate; at > 1; at = parents.get(at) ?? 0) {
-      if (at === pid) {
-        total += used;
-        break;
-      }
-    }
-  }
-  return total;
 }

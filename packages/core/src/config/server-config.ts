@@ -62,6 +62,21 @@ convict.addFormat({
   coerce: (value: string) => (/^\d+(\.\d+)?$/.test(value) ? Number(value) : value),
 });
 
+convict.addFormat({
+  name: 'cors-origins',
+  validate(value: unknown) {
+    if (!Array.isArray(value)) throw new Error('must be a list of origins like "https://tools.example.org", or ["*"]');
+    for (const origin of value) {
+      if (origin === '*') {
+        if (value.length > 1) throw new Error('"*" must be the only entry');
+        continue;
+      }
+      if (typeof origin !== 'string' || !URL.canParse(origin) || new URL(origin).origin !== origin) {
+        throw new Error(`${JSON.stringify(origin)} is not an origin (scheme://host[:port], no path or trailing slash)`);
+      }
+    }
+  },
+});
 
 const booleanFromEnv = (value: string) => value === 'true' || value === '1';
 
@@ -81,6 +96,9 @@ const schema = {
       coerce: booleanFromEnv,
     },
     workers: { doc: 'worker processes serving the port (node:cluster), or "auto": one per core', format: 'workers', default: 1, env: 'TKGATE_WORKERS' },
+    cors: {
+      origins: { doc: 'origins whose browser pages may call the gateway (exact, or ["*"]); [] sends no CORS header', format: 'cors-origins', default: [] as string[] },
+    },
   },
   db: {
     client: { doc: 'sqlite or mysql', format: ['sqlite', 'mysql'], default: 'sqlite', env: 'TKGATE_DB_CLIENT' },
@@ -129,7 +147,7 @@ interface RawConfig {
 }
 
 export interface ServerConfig {
-  server: { host: string; port: number; base_url: string; max_body_bytes: number; trust_proxy: boolean; workers: number };
+  server: { host: string; port: number; base_url: string; max_body_bytes: number; trust_proxy: boolean; workers: number; cors: { origins: string[] } };
   db: { client: 'sqlite' | 'mysql'; filename: string; url: string };
   sessions: { idle_timeout_ms: number; absolute_lifetime_ms: number; max_per_user: number; cache_ttl_ms: number; persist: boolean };
   auth: { admin_power: number; login_max_failures: number; login_window_ms: number };
@@ -186,7 +204,11 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
 
 function normalise(raw: RawConfig, cwd: string): ServerConfig {
   return {
-    server: { ...raw.server, workers: raw.server.workers === 'auto' ? availableParallelism() : raw.server.workers },
+    server: {
+      ...raw.server,
+      workers: raw.server.workers === 'auto' ? availableParallelism() : raw.server.workers,
+      cors: { origins: [...raw.server.cors.origins] },
+    },
     db: { client: raw.db.client as 'sqlite' | 'mysql', filename: path.resolve(cwd, raw.db.filename), url: raw.db.url },
     sessions: {
       idle_timeout_ms: parseDuration(raw.sessions.idle_timeout),
