@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
-import { describeDatabaseError } from '../db/database-errors.js';
-import { GatewayError, rateLimited, unavailable } from '../errors.js';
+import { describeDatabaseError, unavailableWhenRefused } from '../db/database-errors.js';
+import { GatewayError, rateLimited } from '../errors.js';
 import type { GatewayMiddleware } from '../http/context.js';
 import { clientAddress } from '../http/client-address.js';
 import { sendData } from '../http/envelope.js';
@@ -12,15 +12,6 @@ import { requireFields } from './body-fields.js';
 import { LoginLimiter } from './login-limiter.js';
 
 const invalidCredentials = () => new GatewayError(401, 'invalid_credentials', 'invalid username or password');
-
-/** A database step of a login that failed: 503 `unavailable`, logged by its driver code only. */
-async function orUnavailable<T>(what: string, step: () => Promise<T>): Promise<T> {
-  try {
-    return await step();
-  } catch (err) {
-    throw unavailable({ what, ...describeDatabaseError(err) });
-  }
-}
 
 /**
  * Logins refused because too many wait for hashing (503 `busy`) are expected under a storm: counted, and
@@ -49,7 +40,7 @@ export function login({ config, sessions, users, limiter, log }: AuthServices): 
     const password = body.password as string;
 
     const limitKey = LoginLimiter.key(username, clientAddress(ctx, config.server.trust_proxy));
-    const retryAfter = await orUnavailable('login attempt not recorded', () => limiter.reserve(limitKey));
+    const retryAfter = await unavailableWhenRefused('login attempt not recorded', () => limiter.reserve(limitKey));
     if (retryAfter > 0) throw rateLimited(retryAfter);
 
     const user = await users.findForLogin(username);
@@ -67,7 +58,7 @@ export function login({ config, sessions, users, limiter, log }: AuthServices): 
       throw invalidCredentials();
     }
 
-    const created = await orUnavailable('session not created', () => sessions.create(user.id));
+    const created = await unavailableWhenRefused('session not created', () => sessions.create(user.id));
     if (!created) throw invalidCredentials();
     const { token, session } = created;
     limiter.reset(limitKey).catch((err) => log.warn('failed logins not reset', describeDatabaseError(err)));

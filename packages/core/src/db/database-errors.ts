@@ -1,3 +1,5 @@
+import { unavailable } from '../errors.js';
+
 /**
  * What a failed database call may say in a log line or an error's cause: the driver's code and its own
  * message. knex prefixes messages with the statement and its values inlined ("delete from sessions where
@@ -29,4 +31,16 @@ export function describeDatabaseError(err: unknown): DatabaseErrorSummary {
 export function isRetryable(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
   return code === 'ER_LOCK_DEADLOCK' || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
+}
+
+/**
+ * Runs a write the answer depends on; when the database refuses it, the request gets 503 `unavailable`
+ * (nothing changed: retry), with a cause naming what failed and the driver's code, never SQL or values.
+ */
+export async function unavailableWhenRefused<T>(what: string, write: () => Promise<T>, fields: Record<string, unknown> = {}): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    throw unavailable({ what, ...fields, ...describeDatabaseError(err) });
+  }
 }

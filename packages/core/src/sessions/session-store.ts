@@ -1,5 +1,4 @@
-import { describeDatabaseError } from '../db/database-errors.js';
-import { unavailable } from '../errors.js';
+import { describeDatabaseError, unavailableWhenRefused } from '../db/database-errors.js';
 import type { Logger } from '../log.js';
 import { hashPrefix, type Session, type SessionPolicy } from './session.js';
 import type { SessionCache } from './session-cache.js';
@@ -60,13 +59,13 @@ export class SessionStore {
   }
 
   async end(session: Session): Promise<void> {
-    await this.refusedAsUnavailable('session not ended', hashPrefix(session.tokenHash), () => this.table.delete(session.tokenHash));
+    await unavailableWhenRefused('session not ended', () => this.table.delete(session.tokenHash), { session: hashPrefix(session.tokenHash) });
     this.cache.forget([session.tokenHash]);
   }
 
   /** Ends every session of a user; returns how many there were. */
   async endAllOf(userId: number): Promise<number> {
-    const ended = await this.refusedAsUnavailable('sessions not cleared', `user ${userId}`, () => this.table.deleteAllOf(userId));
+    const ended = await unavailableWhenRefused('sessions not cleared', () => this.table.deleteAllOf(userId), { user_id: userId });
     this.cache.forget(ended);
     return ended.length;
   }
@@ -80,14 +79,5 @@ export class SessionStore {
   async flush(): Promise<void> {
     const until = Date.now() + 5_000;
     while (this.touching.size > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-
-  /** The cause names the session by its hash prefix (or the user) and the driver's code: no SQL, no hash. */
-  private async refusedAsUnavailable<T>(what: string, subject: string, write: () => Promise<T>): Promise<T> {
-    try {
-      return await write();
-    } catch (err) {
-      throw unavailable({ what, subject, ...describeDatabaseError(err) });
-    }
   }
 }
