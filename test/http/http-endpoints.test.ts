@@ -23,7 +23,7 @@ const proxy = {
   endpoints: [
     { ...route('json', `${upstream.url}/json`, { headers: { 'X-Api-Key': 'configured-key' } }), inject_db_context: ['users.username as login'], overwrite_wrapping: ['-power'] },
     route('empty', `${upstream.url}/empty`),
-    route('large-json', `${upstream.url}/large-json`),
+    route('large-json', `${upstream.url}/large-json`, { max_response_bytes: 10 * 1024 * 1024 }),
     route('status-404', `${upstream.url}/status/404`),
     route('status-500', `${upstream.url}/status/500`),
     route('text', `${upstream.url}/text`),

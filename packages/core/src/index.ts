@@ -46,5 +46,7 @@ export { DatabaseSchema, unreadable, CORE_TABLES } from './toolkits/database-sch
 /** zod, for plugin config schemas (any Standard Schema library works too). */
 export { z } from 'zod';
 export { durationMs } from './plugins/config-schemas.js';
+export { jsonDepthExceeds } from './json/json-limits.js';
+export { AdmissionGate, EndpointGates } from './plugins/admission-gate.js';
 export { checkToolkitDirectory } from './toolkits/check-directory.js';
 export type { ToolkitProblem } from './toolkits/config-issues.js';

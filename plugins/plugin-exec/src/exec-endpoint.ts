@@ -1,7 +1,6 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
-import { GatewayError, type ConfigIssue, type EndpointCall } from '@tkgate/core';
-import { AdmissionGate } from './admission-gate.js';
+import { GatewayError, type AdmissionGate, type ConfigIssue, type EndpointCall } from '@tkgate/core';
 import type { ExecConfig } from './exec-config.js';
 import { MAX_ARGUMENT_BYTES, type ProcessOutcome, type ProcessSpec } from './run-process.js';
 

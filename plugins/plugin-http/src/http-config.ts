@@ -6,7 +6,7 @@ const headerValue = z.string().regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must be a hea
 /** Headers the configuration may not set: the transport owns them. */
 const RESERVED = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'content-type', 'x-request-id']);
 
-export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 
 export const httpConfigSchema = z.strictObject({
   upstream: z.strictObject({
@@ -22,6 +22,10 @@ export const httpConfigSchema = z.strictObject({
     /** JSON mode only: a larger upstream body is a 502, not a memory spike. */
     max_response_bytes: z.number().int().min(1).default(DEFAULT_MAX_RESPONSE_BYTES),
   }),
+  /** Upstream calls of this endpoint at once; each holds a connection and up to max_response_bytes. */
+  max_concurrency: z.number().int().min(1).default(64),
+  /** Requests waiting for one of those places; past it 503 busy. */
+  max_queue: z.number().int().min(0).default(1024),
 });
 
 export type HttpConfig = z.infer<typeof httpConfigSchema>;
