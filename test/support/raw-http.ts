@@ -76,7 +76,10 @@ export function parseResponses(bytes: Buffer): { responses: ParsedResponse[]; re
       bodyEnd = cursor;
       body = Buffer.concat(parts);
     } else {
-      bodyEnd = end + 4 + Number(headers['content-length'] ?? 0);
+      // A length that is not a plain number (what a hostile upstream sends) cannot frame anything: stop here.
+      const length = headers['content-length'] ?? '0';
+      if (!/^\d+$/.test(length)) break;
+      bodyEnd = end + 4 + Number(length);
       if (bytes.length < bodyEnd) break;
       body = bytes.subarray(end + 4, bodyEnd);
     }
