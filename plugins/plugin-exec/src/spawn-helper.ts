@@ -10,10 +10,7 @@
 import { runProcess, type ProcessSpec } from './run-process.js';
 
 export type HelperRequest = { type: 'run'; id: number; spec: Omit<ProcessSpec, 'signal' | 'onStart'> } | { type: 'abort'; id: number };
-export type HelperReply =
-  | { type: 'ready'; pid: number }
-  | { type: 'started'; id: number; pid: number }
-  | { type: 'done'; id: number; outcome: SerializedOutcome };
+export type HelperReply = { type: 'started'; id: number; pid: number } | { type: 'done'; id: number; outcome: SerializedOutcome };
 export type SerializedOutcome = Awaited<ReturnType<typeof runProcess>> extends infer O ? (O extends { cause?: Error } ? Omit<O, 'cause'> & { cause?: string } : O) : never;
 
 const running = new Map<number, AbortController>();
@@ -39,5 +36,3 @@ process.on('disconnect', () => {
   for (const controller of running.values()) controller.abort();
   setTimeout(() => process.exit(0), 100).unref();
 });
-
-reply({ type: 'ready', pid: process.pid });

@@ -14,6 +14,7 @@ interface Run {
 interface Helper {
   channel: ChildProcess;
   runs: Map<number, Run>;
+  gone: boolean;
 }
 
 const helperScript = fileURLToPath(new URL('./spawn-helper.js', import.meta.url));
@@ -74,8 +75,11 @@ export class SpawnPool {
   private startHelper(): Helper {
     // Binary outputs travel as bytes (structured clone), not as JSON-escaped strings on the helper's heap.
     const channel = spawn('/bin/sh', LAUNCH, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: {}, serialization: 'advanced' });
-    const helper: Helper = { channel, runs: new Map() };
-    channel.on('error', (err) => this.log.error('exec spawn helper could not start', { err }));
+    const helper: Helper = { channel, runs: new Map(), gone: false };
+    channel.on('error', (err) => {
+      this.log.error('exec spawn helper could not start', { err });
+      if (!channel.connected) this.helperGone(helper);
+    });
     channel.on('message', (reply: HelperReply) => this.receive(helper, reply));
     // sh exits at once; the helper's end is the end of its IPC channel.
     channel.once('disconnect', () => this.helperGone(helper));
@@ -83,7 +87,6 @@ export class SpawnPool {
   }
 
   private receive(helper: Helper, reply: HelperReply): void {
-    if (reply.type === 'ready') return;
     const run = helper.runs.get(reply.id);
     if (!run) return;
     if (reply.type === 'started') {
@@ -97,6 +100,8 @@ export class SpawnPool {
   }
 
   private helperGone(helper: Helper): void {
+    if (helper.gone) return;
+    helper.gone = true;
     const runs = [...helper.runs.values()];
     helper.runs.clear();
     if (!this.closing) {

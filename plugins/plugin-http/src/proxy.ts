@@ -1,6 +1,7 @@
 import { GatewayError, jsonDepthExceeds, StreamedResponse, type EndpointCall } from '@tkgate/core';
 import type { HttpConfig } from './http-config.js';
 import { passthroughRequest } from './passthrough-reader.js';
+import { CONTENT_LENGTH } from './response-head.js';
 import { BAD_RESPONSE } from './upstream-failure.js';
 import type { UpstreamRequest, UpstreamResponse, UpstreamTransport } from './upstream-transport.js';
 
@@ -107,7 +108,7 @@ function passthroughHeaders(upstreamHeaders: Record<string, string | string[] | 
 function passthrough(response: UpstreamResponse, release: Release): StreamedResponse {
   response.body.once('close', release);
   const length = response.headers['content-length'];
-  const exact = typeof length === 'string' && /^\d{1,15}$/.test(length) && response.headers['transfer-encoding'] === undefined ? Number(length) : undefined;
+  const exact = typeof length === 'string' && CONTENT_LENGTH.test(length) && response.headers['transfer-encoding'] === undefined ? Number(length) : undefined;
   return new StreamedResponse(response.body, passthroughHeaders(response.headers, exact), response.status);
 }
 

@@ -18,7 +18,7 @@ export type Framing = { kind: 'length'; length: number } | { kind: 'chunked' } |
 const STATUS_LINE = /^HTTP\/1\.[01] ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
 const FIELD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[\t ]*([\t\x20-\x7e\x80-\xff]*?)[\t ]*$/;
 /** Longer lengths than 15 digits are beyond anything a gateway streams, and beyond exact arithmetic. */
-const CONTENT_LENGTH = /^\d{1,15}$/;
+export const CONTENT_LENGTH = /^\d{1,15}$/;
 
 /** Where the first LF not preceded by CR is; -1 if none. */
 export function bareLineFeed(bytes: Buffer): number {
