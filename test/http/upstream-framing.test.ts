@@ -40,9 +40,9 @@ const framing = {
   type: 'app',
   endpoints: [
     ...['same-twice', 'longer-than-claimed', 'interim', 'json', ...refusedFraming].map((name) => endpoint(`raw/${name}`, `${upstream.url}/${name}`, true)),
-    endpoint('raw/ipv6', `${upstream.url6}/json`, true),
+    endpoint('raw/ipv6', `${upstream.url6 ?? 'http://[::1]:9'}/json`, true),
     ...['interim', 'early-hints', 'json', 'deep', 'deep-in-string', 'bare-lf', 'both', 'negative'].map((name) => endpoint(`json/${name}`, `${upstream.url}/${name}`, false)),
-    endpoint('json/ipv6', `${upstream.url6}/json`, false),
+    endpoint('json/ipv6', `${upstream.url6 ?? 'http://[::1]:9'}/json`, false),
   ],
 };
 
@@ -96,7 +96,11 @@ for (const [dialect, transport] of runs) {
       }
     });
 
-    it('reaches upstreams given as IPv6 literals, in both modes', async () => {
+    it('reaches upstreams given as IPv6 literals, in both modes', async function () {
+      if (!upstream.url6) {
+        console.warn('    (no IPv6 loopback on this host: the IPv6 literal test is skipped)');
+        this.skip();
+      }
       const c = toolkitClient(s.gateway.base, await s.login('xavi'));
       const raw = await c.get('framing', 'raw/ipv6');
       expect(raw.status).to.equal(200);

@@ -8,8 +8,8 @@ import type { AddressInfo } from 'node:net';
 export interface RawUpstream {
   /** http://127.0.0.1:port */
   url: string;
-  /** http://[::1]:port */
-  url6: string;
+  /** http://[::1]:port; undefined on a host without IPv6 loopback. */
+  url6: string | undefined;
   close(): void;
 }
 
@@ -32,13 +32,16 @@ export async function startRawUpstream(answers: Record<string, string | Buffer>)
   await new Promise<void>((resolve) => v4.listen(0, '127.0.0.1', resolve));
   const port = (v4.address() as AddressInfo).port;
   const v6 = net.createServer(serve);
-  await new Promise<void>((resolve) => v6.listen(port, '::1', resolve));
+  const hasIpv6 = await new Promise<boolean>((resolve) => {
+    v6.once('error', () => resolve(false));
+    v6.listen(port, '::1', () => resolve(true));
+  });
   return {
     url: `http://127.0.0.1:${port}`,
-    url6: `http://[::1]:${port}`,
+    url6: hasIpv6 ? `http://[::1]:${port}` : undefined,
     close: () => {
       v4.close();
-      v6.close();
+      if (hasIpv6) v6.close();
     },
   };
 }
