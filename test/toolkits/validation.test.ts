@@ -82,11 +82,18 @@ for (const dialect of dialects) {
       expect(result.stdout).to.equal('2 file(s), toolkits: one, two: OK\n');
     });
 
-    it('refuses two files defining one toolkit name', async () => {
+    it('refuses both files defining one toolkit name, or the copy when one file is named after the toolkit', async () => {
       const dir = toolkitDir({ 'a.yaml': toolkit('same', [echoEndpoint()]), 'b.yaml': toolkit('same', [echoEndpoint()]) });
       const result = await runCli(['config', 'check', dir, '--config', config]);
       expect(result.code).to.equal(1);
-      expect(result.stdout).to.equal('b.yaml: name: toolkit same is already defined in a.yaml\n');
+      expect(result.stdout).to.equal(
+        'a.yaml: name: toolkit same is defined in a.yaml and b.yaml: a name defined in several files is refused in each\n' +
+          'b.yaml: name: toolkit same is defined in a.yaml and b.yaml: a name defined in several files is refused in each\n',
+      );
+      const named = toolkitDir({ 'kit.yaml': toolkit('kit', [echoEndpoint()]), 'kit-backup.yaml': toolkit('kit', [echoEndpoint()]) });
+      const copy = await runCli(['config', 'check', named, '--config', config]);
+      expect(copy.code).to.equal(1);
+      expect(copy.stdout).to.equal('kit-backup.yaml: name: toolkit kit is also defined in kit.yaml, the file named after it; this copy is refused\n');
     });
 
     it('tkgate start refuses to start on a broken toolkit file, in one line', async () => {

@@ -4,7 +4,7 @@ import { openPreparedReads } from '../db/prepared-reads.js';
 import { createLogger, type Logger } from '../log.js';
 import { loadPlugins } from '../plugins/plugin-loader.js';
 import type { ToolkitProblem } from './config-issues.js';
-import { listToolkitFiles, ToolkitRegistry } from './toolkit-registry.js';
+import { ToolkitRegistry } from './toolkit-registry.js';
 
 export interface DirectoryCheck {
   files: number;
@@ -26,8 +26,10 @@ export async function checkToolkitDirectory(dir: string, config: ServerConfig, l
   try {
     const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options });
     try {
-      const { snapshot, problems } = await new ToolkitRegistry(dir, db, plugins.types, silent).reload();
-      return { files: (await listToolkitFiles(dir)).length, toolkits: [...snapshot.keys()], problems };
+      const registry = new ToolkitRegistry(dir, db, plugins.types, silent, { maxFileBytes: config.toolkits.max_file_bytes });
+      const listing = await registry.look();
+      const { snapshot, problems } = await registry.load();
+      return { files: listing.files.size, toolkits: [...snapshot.keys()], problems };
     } finally {
       await plugins.close();
     }

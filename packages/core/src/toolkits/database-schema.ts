@@ -18,6 +18,11 @@ export class DatabaseSchema {
   columnsOf(table: string): string[] {
     return [...(this.tables.get(table) ?? [])];
   }
+
+  /** Equal for equal schemas: toolkit files compiled against one schema need not be compiled again. */
+  fingerprint(): string {
+    return JSON.stringify([...this.tables].map(([table, columns]) => [table, [...columns].sort()]).sort());
+  }
 }
 
 /** Never readable or writable through toolkit configuration. */
