@@ -18,7 +18,7 @@ export type { ToolkitSnapshot } from './toolkit-resolution.js';
 export interface ReloadOutcome {
   snapshot: ToolkitSnapshot;
   problems: ToolkitProblem[];
-  /** Set when the change was not applied because it removes toolkits or endpoints too early (see apply). */
+  /** Set when the change was not applied yet because it removes toolkits or endpoints (see apply). */
   postponedMs?: number;
 }
 
@@ -50,6 +50,7 @@ export class ToolkitRegistry {
   private applied: { files: ReadonlyMap<string, string>; missing: string | undefined } = { files: new Map(), missing: undefined };
   /** What was last logged about each refused file, so each change of it is logged once. */
   private readonly loggedRefusals = new Map<string, string>();
+  private heldByUnnamed: ReadonlyMap<string, readonly string[]> = new Map();
   private queue: Promise<unknown> = Promise.resolve();
   readonly lifetimes: EndpointLifetimes;
 
@@ -76,8 +77,16 @@ export class ToolkitRegistry {
   /** Files whose signature differs from what is live (added, changed or gone), or the directory itself. */
   differences(listing: DirectoryListing): string[] {
     if (listing.missing || this.applied.missing) return listing.missing === this.applied.missing ? [] : [this.dir];
-    const changed = [...listing.files].filter(([file, signature]) => this.applied.files.get(file) !== signature).map(([file]) => file);
-    return [...changed, ...[...this.applied.files.keys()].filter((file) => !listing.files.has(file))];
+    const { fresh, gone } = this.changedFiles(listing);
+    return [...fresh, ...gone];
+  }
+
+  /** Files added or changed (fresh) and files gone, since the live snapshot was built. */
+  private changedFiles(listing: DirectoryListing): { fresh: Set<string>; gone: Set<string> } {
+    return {
+      fresh: new Set([...listing.files].filter(([file, signature]) => this.applied.files.get(file) !== signature).map(([file]) => file)),
+      gone: new Set([...this.applied.files.keys()].filter((file) => !listing.files.has(file))),
+    };
   }
 
   /** Boot and `config check`: the directory as it is, at once. */
@@ -92,7 +101,8 @@ export class ToolkitRegistry {
 
   /**
    * Applies a listing the watcher found settled. With `removalWaitMs` > 0, a change that would remove a
-   * toolkit or an endpoint is not applied yet (a slow writer's half-written file, a deploy in progress).
+   * toolkit or an endpoint, or move one to another file, is not applied yet (a slow writer's half-written
+   * file, a deploy in progress).
    */
   apply(listing: DirectoryListing, trigger: string, removalWaitMs: number): Promise<ReloadOutcome> {
     return this.serially(() => this.applyNow(listing, trigger, removalWaitMs));
@@ -111,13 +121,19 @@ export class ToolkitRegistry {
     const records = new Map<string, FileRecord>();
     for (const [file, signature] of listing.files) records.set(file, await this.compile(file, signature, fingerprint, env));
     const results = new Map([...records].map(([file, record]) => [file, record.result]));
-    const resolution = resolveToolkits(results, this.current, listing.missing);
+    const resolution = resolveToolkits(results, {
+      snapshot: this.current,
+      ...this.changedFiles(listing),
+      heldByUnnamed: this.heldByUnnamed,
+      missingDirectory: listing.missing,
+    });
     const changes = compareSnapshots(this.current, resolution.next);
     for (const [file, record] of records) this.compiled.set(file, record);
     for (const file of this.compiled.keys()) if (!records.has(file)) this.compiled.delete(file);
-    if (changes.removes && removalWaitMs > 0) return { snapshot: this.current, problems: resolution.problems, postponedMs: removalWaitMs };
+    if (changes.drastic && removalWaitMs > 0) return { snapshot: this.current, problems: resolution.problems, postponedMs: removalWaitMs };
 
     this.current = resolution.next;
+    this.heldByUnnamed = resolution.heldByUnnamed;
     const wasMissing = this.applied.missing;
     this.applied = { files: listing.files, missing: listing.missing };
     this.report({ listing, wasMissing, records, resolution, changes, trigger });
@@ -141,7 +157,7 @@ export class ToolkitRegistry {
     const read = await this.read(file);
     if ('problem' in read) return { signature, hash: read.hash, schema, result: refused(file, [{ path: [], message: read.problem }]) };
     if (reusable && last.hash === read.hash) return { ...last, signature };
-    return { signature, hash: read.hash, schema, result: await compileToolkitText(file, read.text, env) };
+    return { signature, hash: read.hash, schema, result: await compileOrRefuse(file, read.text, env) };
   }
 
   private async read(file: string): Promise<{ text: string; hash: string } | { problem: string; hash: string | undefined }> {
@@ -192,5 +208,14 @@ export class ToolkitRegistry {
       for (const problem of record.result.problems) this.log.warn('toolkit file refused', { file: problem.file, path: problem.path, reason: problem.message, trigger });
     }
     for (const file of this.loggedRefusals.keys()) if (!records.has(file)) this.loggedRefusals.delete(file);
+  }
+}
+
+/** A plugin whose check() throws refuses only this file; every other file's change still applies. */
+async function compileOrRefuse(file: string, text: string, env: CompileEnvironment): Promise<CompileResult> {
+  try {
+    return await compileToolkitText(file, text, env);
+  } catch (err) {
+    return refused(file, [{ path: [], message: `could not be checked: ${(err as Error).message}` }]);
   }
 }

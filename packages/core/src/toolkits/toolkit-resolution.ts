@@ -18,6 +18,8 @@ export interface Resolution {
   /** Every problem of the directory as it is now: refused files and names defined more than once. */
   problems: ToolkitProblem[];
   held: HeldToolkit[];
+  /** Toolkits held by refused files whose name cannot be read (full paths), for the next reload's LiveState. */
+  heldByUnnamed: Map<string, string[]>;
   /** Names defined validly by several files, with those files (warned about at every reload). */
   duplicates: Array<{ toolkit: string; files: string[]; kept: string | undefined }>;
 }
@@ -35,7 +37,20 @@ const names = (files: string[]) => files.map((file) => path.basename(file));
  *   its name (or names nothing readable), while a duplicate stands, or while the directory is missing;
  *   only when no file may define it any more is it removed.
  */
-export function resolveToolkits(results: ReadonlyMap<string, CompileResult>, live: ToolkitSnapshot, missingDirectory?: string): Resolution {
+/** What the live state adds to the files: which changed in this batch, and which refused files hold which toolkits. */
+export interface LiveState {
+  snapshot: ToolkitSnapshot;
+  /** Files added or changed since the live snapshot was built. */
+  fresh: ReadonlySet<string>;
+  /** Files gone since the live snapshot was built. */
+  gone: ReadonlySet<string>;
+  /** Toolkits held by refused files whose name cannot be read, at the last reload. */
+  heldByUnnamed: ReadonlyMap<string, readonly string[]>;
+  missingDirectory?: string | undefined;
+}
+
+export function resolveToolkits(results: ReadonlyMap<string, CompileResult>, state: LiveState): Resolution {
+  const live = state.snapshot;
   const problems: ToolkitProblem[] = [];
   const definers = new Map<string, string[]>();
   const claimants = new Map<string, string[]>();
@@ -70,14 +85,28 @@ export function resolveToolkits(results: ReadonlyMap<string, CompileResult>, liv
     else contested.set(name, files);
   }
   const held: HeldToolkit[] = [];
+  const heldByUnnamed = new Map<string, string[]>();
   for (const [name, toolkit] of live) {
     if (next.has(name)) continue;
-    const reason = holdReason(name, { contested, claimants, unnamed, missingDirectory });
+    const suspects = unnamedSuspects(name, toolkit.file, unnamed, state);
+    if (suspects.length > 0) heldByUnnamed.set(name, suspects);
+    const reason = holdReason(name, { contested, claimants, unnamed: suspects, missingDirectory: state.missingDirectory });
     if (!reason) continue;
     next.set(name, toolkit);
     held.push({ toolkit: name, ...reason });
   }
-  return { next, problems, held, duplicates };
+  return { next, problems, held, duplicates, heldByUnnamed };
+}
+
+/**
+ * Refused files whose name cannot be read that may be this toolkit's new file: those added or changed in the
+ * same batch in which its own file changed or went away, and those that held it before and did not change.
+ * An unrelated file that has been broken all along never keeps a deleted toolkit alive.
+ */
+function unnamedSuspects(name: string, file: string, unnamed: string[], state: LiveState): string[] {
+  const lostNow = state.gone.has(file) || state.fresh.has(file);
+  const before = state.heldByUnnamed.get(name) ?? [];
+  return unnamed.filter((candidate) => (lostNow && state.fresh.has(candidate)) || (before.includes(candidate) && !state.fresh.has(candidate)));
 }
 
 function holdReason(
