@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // Edit-to-live latency of toolkit hot reload, measured from outside like an operator would see it:
 // the real tkgate binary on a fresh SQLite file watches a directory of N toolkit files (5 endpoints each);
-// one file is saved with a renamed endpoint (an atomic rename, as editors do) and the new path is polled
-// every 5 ms until it answers 200. Prints the median, p90 and max per directory size.
+// one file is saved (an atomic rename, as editors do) with a new endpoint, and its path is polled every
+// 5 ms until it answers 200. `--edit add` adds the endpoint beside the others; `--edit rename` renames one
+// (the old path goes away: such a change waits twice toolkits.settle). Prints median, p90 and max.
 //
-//   node scripts/reload-latency.js [--files 1,300] [--trials 15] [--bin packages/cli/dist/main.js]
+//   node scripts/reload-latency.js [--files 1,300] [--trials 15] [--edit add|rename] [--bin packages/cli/dist/main.js] [--verbose]
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,8 @@ const { values } = parseArgs({
     files: { type: 'string', default: '1,300' },
     trials: { type: 'string', default: '15' },
     bin: { type: 'string', default: path.join(root, 'packages/cli/dist/main.js') },
+    edit: { type: 'string', default: 'add' },
+    verbose: { type: 'boolean', default: false },
   },
 });
 const USER = { username: 'latency', password: 'latency-password-1' };
@@ -33,7 +36,8 @@ function toolkitJson(name, version) {
     client_filter: { allowed_fields: ['q', 'status'], field_rules: { q: { type: 'string', max_length: 64, pattern: '^[a-z ]*$' }, status: { type: 'string', allowed_values: ['open', 'closed'] } } },
     pseudo_querys: [{ select: 'core_groups', columns: ['id', 'name'], order_by: 'id', limit: 5 }],
   });
-  return JSON.stringify({ name, type: 'app', endpoints: [endpoint(`v${version}`), endpoint('a'), endpoint('b'), endpoint('c'), endpoint('d')] }, null, 2);
+  const versions = values.edit === 'rename' ? [version] : Array.from({ length: version + 1 }, (_, v) => v);
+  return JSON.stringify({ name, type: 'app', endpoints: [...versions.map((v) => endpoint(`v${v}`)), endpoint('a'), endpoint('b'), endpoint('c'), endpoint('d')] }, null, 2);
 }
 
 function saveAtomically(dir, file, text) {
@@ -83,7 +87,9 @@ async function measure(fileCount, trials) {
         await sleep(5);
       }
       results.push(performance.now() - started);
+      if (values.verbose) console.error(`edit ${version}: ${results.at(-1).toFixed(0)} ms`);
     }
+    if (values.verbose) console.error(gateway.output().split('\n').filter((line) => line.includes('toolkit')).slice(-60).join('\n'));
     return results;
   } finally {
     await gateway.stop();
@@ -92,6 +98,8 @@ async function measure(fileCount, trials) {
 
 const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 const trials = Number(values.trials);
+if (!['add', 'rename'].includes(values.edit)) throw new Error('--edit is add or rename');
+console.log(`edit: ${values.edit}, ${trials} edits per directory, ${values.bin}`);
 console.log('| files in the directory | median ms | p90 ms | max ms |');
 console.log('|---:|---:|---:|---:|');
 for (const count of values.files.split(',').map(Number)) {

@@ -11,6 +11,13 @@ export interface WatchOptions {
   rescanIntervalMs: number;
 }
 
+/** One look at the directory: when, what it saw, and since when the directory has looked like that. */
+interface Look {
+  at: number;
+  listing: DirectoryListing;
+  since: number;
+}
+
 interface DirectoryWatch {
   watcher: FSWatcher;
   /** The inode watched: a directory deleted and re-created at the same path is a new one to watch. */
@@ -33,9 +40,8 @@ interface DirectoryWatch {
 export class ToolkitWatcher {
   private readonly watches = new Map<string, DirectoryWatch>();
   private lastEventAt = Number.NEGATIVE_INFINITY;
-  private changeSeenAt = Number.NEGATIVE_INFINITY;
   private trigger: string | undefined;
-  private previousLook: { at: number; listing: DirectoryListing } | undefined;
+  private previousLook: Look | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly interval: NodeJS.Timeout | undefined;
   private ticking = false;
@@ -55,8 +61,9 @@ export class ToolkitWatcher {
 
   /** Starts watching what the registry loaded from. */
   async start(): Promise<void> {
+    const at = Date.now();
     const listing = await this.registry.look();
-    this.previousLook = { at: Date.now(), listing };
+    this.previousLook = { at, listing, since: at };
     this.reconcile(listing);
   }
 
@@ -115,24 +122,34 @@ export class ToolkitWatcher {
     const listing = await this.registry.look();
     const rewatched = this.reconcile(listing);
     const previous = this.previousLook;
-    this.previousLook = { at: lookedAt, listing };
+    const announced = previous !== undefined && this.lastEventAt >= previous.at;
+    const since = this.stateSince(listing, previous, announced && !rewatched, lookedAt);
+    this.previousLook = { at: lookedAt, listing, since };
     const changed = this.registry.differences(listing);
     if (changed.length === 0) {
       this.trigger = undefined;
       return;
     }
-    const announced = previous !== undefined && this.lastEventAt >= previous.at;
-    const confirmed = previous !== undefined && lookedAt - previous.at >= settleMs && sameListing(previous.listing, listing);
-    if (!confirmed && (!announced || rewatched)) {
-      if (!announced) this.log.info('toolkit change found by rescan', { path: changed[0], files: changed.length });
-      this.trigger ??= `rescan: ${changed[0]}`;
-      this.changeSeenAt = lookedAt;
-      return this.schedule(settleMs);
+    this.trigger ??= announced ? changed[0] : `rescan: ${changed[0]}`;
+    const stableFor = Date.now() - since;
+    if (stableFor < settleMs) {
+      if (!announced && since === lookedAt) this.log.info('toolkit change found by rescan', { path: changed[0], files: changed.length });
+      return this.schedule(settleMs - stableFor);
     }
-    const quietFor = Date.now() - Math.max(this.lastEventAt, this.changeSeenAt);
-    const outcome = await this.registry.apply(listing, this.trigger ?? changed[0]!, Math.max(0, 2 * settleMs - quietFor));
+    const quietFor = Date.now() - Math.max(this.lastEventAt, since);
+    const outcome = await this.registry.apply(listing, this.trigger!, Math.max(0, 2 * settleMs - quietFor));
     if (outcome.postponedMs !== undefined) return this.schedule(outcome.postponedMs);
     this.trigger = undefined;
+  }
+
+  /**
+   * Since when the directory has looked like this: unchanged since the previous look keeps that look's date;
+   * a change an event announced dates from that event; any other change (lost events, a directory whose
+   * watch was just made) dates from this look, so a second look must confirm it a settle period later.
+   */
+  private stateSince(listing: DirectoryListing, previous: Look | undefined, announced: boolean, lookedAt: number): number {
+    if (previous && sameListing(previous.listing, listing)) return previous.since;
+    return announced ? this.lastEventAt : lookedAt;
   }
 
   /** Watches what this look resolved; true when the directory's own watch had to be made anew. */
