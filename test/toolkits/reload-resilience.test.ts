@@ -268,6 +268,7 @@ for (const dialect of dialects) {
         ['toolkit reloaded', 'bulk7'],
         ['toolkit reloaded', 'bulk7'],
       ]);
+      expect(reloads.every((record) => String(record.trigger).endsWith('bulk7.yaml')), 'each reload names the path that triggered it').to.equal(true);
       expect(refusedLines().length).to.equal(1);
     });
 

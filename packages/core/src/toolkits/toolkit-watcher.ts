@@ -43,7 +43,7 @@ export class ToolkitWatcher {
   private trigger: string | undefined;
   private previousLook: Look | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private readonly interval: NodeJS.Timeout | undefined;
+  private interval: NodeJS.Timeout | undefined;
   private ticking = false;
   private tickAgain = false;
   private closed = false;
@@ -52,19 +52,18 @@ export class ToolkitWatcher {
     private readonly registry: ToolkitRegistry,
     private readonly options: WatchOptions,
     private readonly log: Logger,
-  ) {
-    if (options.rescanIntervalMs > 0) {
-      this.interval = setInterval(() => void this.tick(), options.rescanIntervalMs);
-      this.interval.unref();
-    }
-  }
+  ) {}
 
-  /** Starts watching what the registry loaded from. */
+  /** Starts watching what the registry loaded from, and the periodic rescan. */
   async start(): Promise<void> {
     const at = Date.now();
     const listing = await this.registry.look();
     this.previousLook = { at, listing, since: at };
     this.reconcile(listing);
+    if (this.options.rescanIntervalMs > 0) {
+      this.interval = setInterval(() => void this.tick(), this.options.rescanIntervalMs);
+      this.interval.unref();
+    }
   }
 
   async close(): Promise<void> {
