@@ -140,10 +140,11 @@ for (const dialect of dialects) {
       await reset('v11');
       await underStream('v11', 'v11', () => writeToolkit(dir, 'kit-backup.yaml', kit('v11')), 'copy added');
       await sleep(1000);
-      await underStream('v11', 'v12', () => {
+      await underStream('v11', 'v12', async () => {
         rmSync(path.join(dir, 'kit.yaml'));
+        await sleep(400); // longer than the settle period: the deletion alone is seen
         writeToolkit(dir, 'kit.yaml', kit('v12'));
-      }, 'deleted and re-created beside its copy');
+      }, 'deleted and re-created 0.4 s later beside its copy');
       const duplicate = logs('toolkit defined in several files').at(-1);
       expect(duplicate).to.include({ level: 'warn', toolkit: 'kit', served_from: 'kit.yaml' });
       expect(duplicate!.files).to.have.members(['kit.yaml', 'kit-backup.yaml']);
