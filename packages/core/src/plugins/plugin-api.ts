@@ -8,6 +8,7 @@ import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import type { Logger } from '../log.js';
 import type { DatabaseSchema } from '../toolkits/database-schema.js';
+import type { ResponseDescription } from './response-description.js';
 
 /** Bumped on any incompatible change of this file. A plugin states the version it was written for. */
 export const PLUGIN_API_VERSION = 1;
@@ -64,6 +65,8 @@ export interface EndpointType<Config> {
    * and its last in-flight request has finished. Release what was kept for `endpoint.key`. Once per version.
    */
   onRetire?(endpoint: EndpointIdentity): void | Promise<void>;
+  /** Optional: what this endpoint's answers look like, for the OpenAPI description. */
+  describeResponse?(config: Config): ResponseDescription;
 }
 
 export interface ConfigIssue {

@@ -9,6 +9,7 @@ export interface CompiledToolkit {
   kind: 'app' | 'lib';
   enabled: boolean;
   defaultGroup: string | null;
+  description?: string;
   file: string;
   /** Endpoints by path, then by method. */
   routes: ReadonlyMap<string, ReadonlyMap<string, CompiledEndpoint>>;
@@ -20,6 +21,7 @@ export interface CompiledEndpoint {
   definition: string;
   path: string;
   methods: readonly string[];
+  description?: string;
   minPower: number;
   clientFilter: CompiledClientFilter;
   dbContext: readonly DbContextEntry[];
