@@ -15,7 +15,7 @@ import { SessionTable } from './sessions/session-table.js';
 import { demoted } from './cluster/worker-log.js';
 import { describeProblem } from './toolkits/config-issues.js';
 import { ToolkitRegistry } from './toolkits/toolkit-registry.js';
-import { watchToolkits } from './toolkits/toolkit-watcher.js';
+import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
 import { UserDirectory } from './users/user-directory.js';
 
 export interface RunningGateway {
@@ -60,14 +60,15 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options });
     cleanups.push(() => plugins.close());
     const toolkitLog = options.worker && !options.worker.first ? demoted(log) : log;
-    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, toolkitLog);
-    const { problems } = await toolkits.reload();
+    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, toolkitLog, { maxFileBytes: config.toolkits.max_file_bytes });
+    const { problems } = await toolkits.load();
     if (problems.length > 0) {
       throw new ConfigError(`${problems.length} problem(s) in toolkit files: ${problems.map(describeProblem).join('; ')}`);
     }
     if (config.toolkits.watch) {
-      const watcher = watchToolkits(config.toolkits.dir, toolkits, toolkitLog);
+      const watcher = new ToolkitWatcher(toolkits, { settleMs: config.toolkits.settle_ms, rescanIntervalMs: config.toolkits.rescan_interval_ms }, toolkitLog);
       cleanups.push(() => watcher.close());
+      await watcher.start();
     }
 
     const policy = {
