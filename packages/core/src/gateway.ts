@@ -7,7 +7,8 @@ import { openDatabase } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { openPreparedReads } from './db/prepared-reads.js';
 import type { Logger } from './log.js';
-import { loadPlugins } from './plugins/plugin-loader.js';
+import { importPlugins, registerPlugins } from './plugins/plugin-loader.js';
+import { migratePlugins } from './plugins/plugin-migrations.js';
 import { SessionPersistence } from './sessions/session-persistence.js';
 import { SessionStore } from './sessions/session-store.js';
 import { describeProblem } from './toolkits/config-issues.js';
@@ -45,11 +46,13 @@ export async function startGateway(config: ServerConfig, log: Logger): Promise<R
     const applied = await migrateToLatest(db).catch((err: Error) => {
       throw new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
     });
+    const imported = await importPlugins(config.plugins);
+    applied.push(...(await migratePlugins(db, imported)));
     if (applied.length > 0) log.info('database migrated', { applied });
 
     const reads = openPreparedReads(db, config.db);
     cleanups.push(() => reads.close());
-    const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options });
+    const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options });
     cleanups.push(() => plugins.close());
     const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, log);
     const { problems } = await toolkits.reload();

@@ -1,4 +1,4 @@
-import { PLUGIN_API_VERSION, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { AdmissionGate } from './admission-gate.js';
 import { execConfigSchema, execOptionsSchema, type ExecConfig } from './exec-config.js';
 import { checkExecEndpoint, runExecEndpoint, type ExecServices } from './exec-endpoint.js';
@@ -6,8 +6,9 @@ import { SpawnPool } from './spawn-pool.js';
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-exec',
-  apiVersion: PLUGIN_API_VERSION,
+  apiVersion: '^1.1',
   async register(api) {
+    api.declareErrors({ exec_failed: { status: 500, meaning: 'The command exited non-zero, timed out, wrote more than max_output_bytes, or could not be started; stderr is logged, never returned.' } });
     const parsed = await api.readOptions(execOptionsSchema);
     const pool = new SpawnPool(parsed.spawn_helpers, api.log);
     api.onClose(() => pool.close());

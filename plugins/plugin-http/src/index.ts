@@ -1,4 +1,4 @@
-import { PLUGIN_API_VERSION, z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { httpConfigSchema, type HttpConfig } from './http-config.js';
 import { proxy } from './proxy.js';
 import { gotTransport, undiciTransport } from './upstream-transport.js';
@@ -11,8 +11,9 @@ export type { UpstreamTransport, UpstreamRequest, UpstreamResponse } from './ups
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-http',
-  apiVersion: PLUGIN_API_VERSION,
+  apiVersion: '^1.1',
   async register(api) {
+    api.declareErrors({ upstream_error: { status: 502, meaning: 'The upstream failed, timed out, or answered non-2xx or (without passthrough) non-JSON; `details` has its status.' } });
     const options = await api.readOptions(optionsSchema);
     const transport = transports[options.transport]();
     api.onClose(() => transport.close());

@@ -1,4 +1,4 @@
-import { PLUGIN_API_VERSION, GatewayError, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { GatewayError, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { checkInternalEndpoint } from './check-queries.js';
 import { internalConfigSchema, type InternalConfig } from './internal-config.js';
 import { prepareQueries, runQueries, type PreparedQuery } from './run-queries.js';
@@ -8,7 +8,7 @@ const prepared = new WeakMap<InternalConfig, PreparedQuery[]>();
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-internal',
-  apiVersion: PLUGIN_API_VERSION,
+  apiVersion: '^1.1',
   register(api) {
     const internal: EndpointType<InternalConfig> = {
       type: 'internal',

@@ -1,5 +1,5 @@
 import { koaBody } from 'koa-body';
-import { invalidPayload } from '../errors.js';
+import { invalidPayload, payloadTooLarge } from '../errors.js';
 import type { GatewayContext, GatewayMiddleware } from './context.js';
 
 /** Body parsers by byte limit, made once: building one validates its options, which is not free. */
@@ -41,12 +41,33 @@ export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): 
   try {
     await parserFor(limit)(ctx, async () => undefined);
   } catch (err) {
-    if ((err as { status?: number }).status === 413 && endpointBinds) {
-      throw invalidPayload([{ field: 'body', rule: 'max_body_bytes', message: `the body must be at most ${limit} bytes` }]);
-    }
-    throw err;
+    throw unreadableBody(err, ctx, endpointBinds ? limit : undefined);
   }
   return { body: ctx.request.body, form: matched === 'application/x-www-form-urlencoded' };
+}
+
+/**
+ * The body parser's errors (raw-body, co-body) carry an HTTP status and a type: they become our own
+ * errors here, where they are known to come from the parser, never from a status found on any error.
+ */
+function unreadableBody(err: unknown, ctx: GatewayContext, endpointLimit: number | undefined): unknown {
+  const parserError = err as { status?: number; type?: string; limit?: number };
+  const status = parserError?.status;
+  if (status === 413 && endpointLimit !== undefined) {
+    return invalidPayload([{ field: 'body', rule: 'max_body_bytes', message: `the body must be at most ${endpointLimit} bytes` }]);
+  }
+  if (status === 413) return payloadTooLarge(parserError.limit ?? Number(ctx.get('content-length')));
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return invalidPayload([{ field: 'body', rule: 'syntax', message: describeParserError(err as Error, parserError.type) }], 'the request body could not be read');
+  }
+  return err;
+}
+
+function describeParserError(error: Error, type: string | undefined): string {
+  if (error instanceof SyntaxError) return 'the body is not valid JSON';
+  if (type === 'request.size.invalid') return 'the body is shorter or longer than its Content-Length';
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') return 'the body encoding is not supported';
+  return 'the body could not be read';
 }
 
 export function asPayloadObject(body: unknown): Record<string, unknown> {

@@ -14,19 +14,28 @@ export interface DirectoryCheck {
 
 const silent = createLogger('error', () => undefined);
 
+/** The check prints every problem itself; its log gets only what a problem line leaves out: a plugin's failure. */
+const onlyPluginFailures = (log: Logger): Logger => ({ ...silent, error: (msg, fields) => msg === 'plugin check threw' && log.error(msg, fields) });
+
 /**
  * `tkgate config check`: loads a directory exactly as `tkgate start` would (same plugins, same live
  * database schema) and reports every problem rather than the first.
  */
 export async function checkToolkitDirectory(dir: string, config: ServerConfig, log: Logger): Promise<DirectoryCheck> {
   const db = openDatabase(config.db);
-  // Connect first: on SQLite this creates the file, which the read-only connection beside it requires.
-  await db.raw('select 1');
+  try {
+    // Connect first: on SQLite this creates the file, which the read-only connection beside it requires.
+    await db.raw('select 1');
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
   const reads = openPreparedReads(db, config.db);
   try {
+    // Plugins' onClose hooks run on every way out, also when a later plugin fails to load.
     const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options });
     try {
-      const { snapshot, problems } = await new ToolkitRegistry(dir, db, plugins.types, silent).reload();
+      const { snapshot, problems } = await new ToolkitRegistry(dir, db, plugins.types, onlyPluginFailures(log)).reload();
       return { files: (await listToolkitFiles(dir)).length, toolkits: [...snapshot.keys()], problems };
     } finally {
       await plugins.close();

@@ -61,7 +61,7 @@ export class ToolkitRegistry {
     const problems: ToolkitProblem[] = [];
     const candidates = new Map<string, CompiledToolkit>();
     for (const file of files) {
-      const result = await compileToolkitFile(file, { schema, types: this.types });
+      const result = await compileToolkitFile(file, { schema, types: this.types, log: this.log });
       if ('toolkit' in result) {
         candidates.set(file, result.toolkit);
         continue;
