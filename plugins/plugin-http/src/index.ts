@@ -9,11 +9,16 @@ const transports = { undici: undiciTransport, got: gotTransport };
 
 export type { UpstreamTransport, UpstreamRequest, UpstreamResponse } from './upstream-transport.js';
 
+/** The error codes this type answers with besides core's (docs/errors.md is generated from them). */
+export const ERROR_CODES = {
+  upstream_error: { status: 502, meaning: 'The upstream failed, timed out, or answered non-2xx or (without passthrough) non-JSON; `details` has its status.' },
+} as const;
+
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-http',
   apiVersion: '^1.1',
   async register(api) {
-    api.declareErrors({ upstream_error: { status: 502, meaning: 'The upstream failed, timed out, or answered non-2xx or (without passthrough) non-JSON; `details` has its status.' } });
+    api.declareErrors(ERROR_CODES);
     const options = await api.readOptions(optionsSchema);
     const transport = transports[options.transport]();
     api.onClose(() => transport.close());
