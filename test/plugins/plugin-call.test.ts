@@ -16,7 +16,7 @@ const nested = (answer: string) => ({ path: answer, method: 'GET', type: 'nested
 const probes: ToolkitDoc = {
   name: 'probes',
   type: 'app',
-  endpoints: [probe('created', 'POST'), probe('nothing'), probe('whoami', ['GET', 'POST']), probe('foreign'), probe('conflict'), probe('bad_status'), probe('bad_reply')],
+  endpoints: [probe('created', 'POST'), probe('nothing'), probe('whoami', ['GET', 'POST']), probe('foreign'), probe('conflict'), probe('bad_status'), probe('bad_reply'), probe('undeclared')],
 };
 const nestedToolkit: ToolkitDoc = { name: 'nested', type: 'app', endpoints: ['conflict', 'unavailable', 'created', 'stream', 'where'].map(nested) };
 
@@ -104,6 +104,17 @@ for (const dialect of dialects) {
         expect(answer.body.error.code, action).to.equal('internal_error');
         expect(answer.headers.get('location'), action).to.equal(null);
       }
+    });
+
+    it('answers an undeclared code as thrown, and says so in the log once', async () => {
+      for (let i = 0; i < 2; i++) {
+        const answer = await client.get('probes', 'undeclared');
+        expect(answer.status).to.equal(422);
+        expect(answer.body.error.code).to.equal('probe_undeclared');
+      }
+      const warned = logsOf((record) => record.msg === 'undeclared error code' && record.code === 'probe_undeclared');
+      expect(warned).to.have.length(1);
+      expect(warned[0]).to.include({ level: 'warn', plugin: 'tkgate-test-probe', status: 422 });
     });
 
     it('keeps status, code, details and headers of typed errors thrown through a nested copy of @tkgate/core', async () => {

@@ -1,10 +1,11 @@
 import type { Database } from '../db/connect.js';
-import { internalError } from '../errors.js';
+import { asGatewayError, internalError } from '../errors.js';
 import { clientAddress } from '../http/client-address.js';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
 import { headersProblem } from '../http/header-rules.js';
 import { scopedLogger, type Logger } from '../log.js';
+import type { RegisteredType } from '../plugins/endpoint-types.js';
 import { isReply, StreamedResponse, type EndpointCall, type EnvelopedReply } from '../plugins/plugin-api.js';
 
 /** Request headers a plugin never sees: credentials of the client, and hop-by-hop headers. */
@@ -85,8 +86,24 @@ function sendReply(ctx: GatewayContext, answer: EnvelopedReply): void {
  * headers; a thrown GatewayError keeps its status and code.
  */
 export function executeStep(s: ExecuteServices): GatewayMiddleware {
+  const undeclared = new Set<string>();
+  /** A code no one declared still reaches the client; the log says so once per plugin and code. */
+  const noteUndeclared = (type: RegisteredType, thrown: unknown) => {
+    const error = asGatewayError(thrown);
+    const key = `${type.plugin}\0${error?.code}`;
+    if (!error || type.knowsErrorCode(error.code) || undeclared.has(key)) return;
+    undeclared.add(key);
+    s.log.warn('undeclared error code', { plugin: type.plugin, code: error.code, status: error.status, hint: 'declare it with api.declareErrors' });
+  };
   return async (ctx) => {
-    const result = await ctx.state.endpoint!.type.execute(endpointCall(ctx, s));
+    const type = ctx.state.endpoint!.type;
+    let result: unknown;
+    try {
+      result = await type.execute(endpointCall(ctx, s));
+    } catch (thrown) {
+      noteUndeclared(type, thrown);
+      throw thrown;
+    }
     if (result instanceof StreamedResponse) return sendStream(ctx, result, s.log);
     if (isReply(result)) return sendReply(ctx, result);
     sendData(ctx, result ?? null);

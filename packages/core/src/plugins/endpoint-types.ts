@@ -21,6 +21,8 @@ function rescoped(call: FunctionCall, plugin: string): FunctionCall {
 /** An endpoint type as core holds it: the plugin's object, and the name of the plugin that registered it. */
 export interface RegisteredType extends EndpointType<unknown> {
   readonly plugin: string;
+  /** Whether core or a plugin declared this error code (an undeclared one is answered, and logged once). */
+  readonly knowsErrorCode: (code: string) => boolean;
 }
 
 /** A plugin's error code: its declaration and who declared it. */
@@ -39,7 +41,8 @@ export class EndpointTypes {
     if (typeof type.type !== 'string' || !/^[a-z][a-z0-9_-]*$/.test(type.type)) throw new Error(`plugin ${plugin}: endpoint type name ${JSON.stringify(type.type)} must match [a-z][a-z0-9_-]*`);
     if (this.types.has(type.type)) throw new Error(`plugin ${plugin}: endpoint type ${type.type} is already registered`);
     // The plugin's own object stays the prototype, so its methods see `this` as they wrote it.
-    this.types.set(type.type, Object.create(type, { plugin: { value: plugin, enumerable: true } }) as RegisteredType);
+    const knowsErrorCode = (code: string) => code in CORE_ERROR_CODES || this.errorCodes.has(code);
+    this.types.set(type.type, Object.create(type, { plugin: { value: plugin, enumerable: true }, knowsErrorCode: { value: knowsErrorCode } }) as RegisteredType);
   }
 
   addFunction(name: string, fn: NamedFunction, plugin: string): void {

@@ -98,7 +98,11 @@ export async function registerPlugins(imported: ImportedPlugin[], deps: PluginDe
   try {
     for (const { specifier, plugin } of imported) {
       try {
-        await plugin.register(pluginApi(plugin.name, types, deps, (cleanup) => cleanups.push({ plugin: plugin.name, cleanup })));
+        const onClose = (cleanup: () => void | Promise<void>) => {
+          if (typeof cleanup !== 'function') throw new Error('onClose takes a function');
+          cleanups.push({ plugin: plugin.name, cleanup });
+        };
+        await plugin.register(pluginApi(plugin.name, types, deps, onClose));
       } catch (err) {
         throw new PluginError(`plugin ${specifier} failed to register: ${(err as Error).message}`);
       }
