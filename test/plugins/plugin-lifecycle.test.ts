@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
@@ -22,21 +22,25 @@ function pluginFile(name: string, source: string): string {
   return file;
 }
 
-/** Holds a listening socket until its onClose runs: left open, it keeps the process alive. */
-const socketHolder = () =>
-  pluginFile(
+/** Holds a listening socket until its onClose runs (left open, it keeps the process alive); then writes a marker. */
+function socketHolder(): { plugin: string; closed: string } {
+  const closed = path.join(tempDir('tkgate-closed-'), 'closed');
+  const plugin = pluginFile(
     'holder',
     `import net from 'node:net';
+import { existsSync, writeFileSync } from 'node:fs';
 export default {
   name: 'socket-holder',
   apiVersion: '^1.0',
   async register(api) {
     const server = net.createServer();
     await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-    api.onClose(() => new Promise((resolve) => server.close(resolve)));
+    api.onClose(() => new Promise((resolve) => server.close(() => { writeFileSync(${JSON.stringify(closed)}, 'closed'); resolve(); })));
   },
 };`,
   );
+  return { plugin, closed };
+}
 const thrower = () => pluginFile('thrower', "export default { name: 'thrower', apiVersion: '^1', register() { throw new Error('no licence key'); } };");
 
 interface Exit {
@@ -88,19 +92,25 @@ for (const dialect of dialects) {
 
     it('runs the onClose hooks of loaded plugins when a later plugin fails, so start and config check exit', async () => {
       for (const command of [['start'], ['config', 'check']]) {
-        const result = await runWithin([...command, '--config', config([socketHolder(), thrower()])]);
+        const holder = socketHolder();
+        const result = await runWithin([...command, '--config', config([holder.plugin, thrower()])]);
         expect(result.code, `${command.join(' ')}: ${result.stderr}`).to.equal(1);
         expect(result.stderr).to.match(/failed to register: no licence key/);
+        expect(existsSync(holder.closed), `${command.join(' ')} ran onClose`).to.equal(true);
       }
     });
 
     it('runs them when a toolkit file refuses the start, and after a config check', async () => {
       const broken = toolkitDir({ 'bad.yaml': { name: 'bad', type: 'app', endpoints: [{ path: 'x', method: 'GET', type: 'nope' }] } });
-      const start = await runWithin(['start', '--config', config(['@tkgate/plugin-internal', socketHolder()], broken)]);
+      const atStart = socketHolder();
+      const start = await runWithin(['start', '--config', config(['@tkgate/plugin-internal', atStart.plugin], broken)]);
       expect(start.code, start.stderr).to.equal(1);
       expect(start.stderr).to.match(/unknown endpoint type nope/);
-      const check = await runWithin(['config', 'check', '--config', config(['@tkgate/plugin-internal', socketHolder()])]);
+      expect(existsSync(atStart.closed)).to.equal(true);
+      const atCheck = socketHolder();
+      const check = await runWithin(['config', 'check', '--config', config(['@tkgate/plugin-internal', atCheck.plugin])]);
       expect(check.code, check.stderr).to.equal(0);
+      expect(existsSync(atCheck.closed)).to.equal(true);
     });
 
     it('refuses only the file whose plugin check throws, naming file, endpoint and plugin', async () => {
