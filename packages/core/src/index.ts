@@ -53,6 +53,9 @@ export type {
   BodyWriter,
 } from './plugins/plugin-api.js';
 export { DatabaseSchema, unreadable, CORE_TABLES } from './toolkits/database-schema.js';
+export { NOT_CONVERTIBLE } from './toolkits/column-types.js';
+export type { ColumnType, ColumnKind } from './toolkits/column-types.js';
+export { jsonDepthExceeds } from './json/json-limits.js';
 /** zod, for plugin config schemas (any Standard Schema library works too). */
 export { z } from 'zod';
 export { durationMs } from './plugins/config-schemas.js';
