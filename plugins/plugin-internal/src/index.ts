@@ -1,5 +1,6 @@
 import { GatewayError, type DatabaseSchema, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { checkInternalEndpoint } from './check-queries.js';
+import { describeInternalResponse } from './describe-response.js';
 import { internalConfigSchema, type InternalConfig } from './internal-config.js';
 import { prepareQueries, runQueries, type PreparedQuery } from './run-queries.js';
 
@@ -19,6 +20,7 @@ const plugin: TkgatePlugin = {
         checkedAgainst.set(config, env.schema);
         return checkInternalEndpoint(config, env);
       },
+      describeResponse: describeInternalResponse,
       async execute(call) {
         if (call.config.handler !== undefined) {
           const fn = api.getFunction(call.config.handler)!;

@@ -2,12 +2,14 @@ import type { Command } from './command.js';
 import { configCheck } from './config-check.js';
 import { groupAdd, groupAssoc, groupOverride } from './group.js';
 import { migrate } from './migrate.js';
+import { openapi } from './openapi.js';
+import { schema } from './schema.js';
 import { sessionsClear } from './sessions.js';
 import { start } from './start.js';
 import { userAdd, userDisable, userEnable, userList, userPasswd, userSet } from './user.js';
 
 export type { Command, OptionValues } from './command.js';
 
-const all = [start, migrate, userAdd, userPasswd, userList, userSet, userDisable, userEnable, groupAdd, groupAssoc, groupOverride, sessionsClear, configCheck];
+const all = [start, migrate, userAdd, userPasswd, userList, userSet, userDisable, userEnable, groupAdd, groupAssoc, groupOverride, sessionsClear, configCheck, openapi, schema];
 
 export const commands: Record<string, Command> = Object.fromEntries(all.map((command) => [command.name, command]));

@@ -42,6 +42,22 @@ convict.addFormat({
   coerce: (value: string) => Number(value),
 });
 
+convict.addFormat({
+  name: 'cors-origins',
+  validate(value: unknown) {
+    if (!Array.isArray(value)) throw new Error('must be a list of origins like "https://tools.example.org", or ["*"]');
+    for (const origin of value) {
+      if (origin === '*') {
+        if (value.length > 1) throw new Error('"*" must be the only entry');
+        continue;
+      }
+      if (typeof origin !== 'string' || !URL.canParse(origin) || new URL(origin).origin !== origin) {
+        throw new Error(`${JSON.stringify(origin)} is not an origin (scheme://host[:port], no path or trailing slash)`);
+      }
+    }
+  },
+});
+
 const booleanFromEnv = (value: string) => value === 'true' || value === '1';
 
 export const DEFAULT_PLUGINS = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkgate/plugin-exec'];
@@ -58,6 +74,9 @@ const schema = {
       default: false,
       env: 'TKGATE_TRUST_PROXY',
       coerce: booleanFromEnv,
+    },
+    cors: {
+      origins: { doc: 'origins whose browser pages may call the gateway (exact, or ["*"]); [] sends no CORS header', format: 'cors-origins', default: [] as string[] },
     },
   },
   db: {
@@ -106,7 +125,7 @@ interface RawConfig {
 }
 
 export interface ServerConfig {
-  server: { host: string; port: number; base_url: string; max_body_bytes: number; trust_proxy: boolean };
+  server: { host: string; port: number; base_url: string; max_body_bytes: number; trust_proxy: boolean; cors: { origins: string[] } };
   db: { client: 'sqlite' | 'mysql'; filename: string; url: string };
   sessions: { idle_timeout_ms: number; absolute_lifetime_ms: number; max_per_user: number; persist: boolean };
   auth: { admin_power: number; login_max_failures: number; login_window_ms: number };
@@ -163,7 +182,7 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
 
 function normalise(raw: RawConfig, cwd: string): ServerConfig {
   return {
-    server: { ...raw.server },
+    server: { ...raw.server, cors: { origins: [...raw.server.cors.origins] } },
     db: { client: raw.db.client as 'sqlite' | 'mysql', filename: path.resolve(cwd, raw.db.filename), url: raw.db.url },
     sessions: {
       idle_timeout_ms: parseDuration(raw.sessions.idle_timeout),

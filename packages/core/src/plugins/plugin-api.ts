@@ -13,6 +13,7 @@ import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import type { ErrorCodeDeclaration } from '../error-codes.js';
 import type { Logger } from '../log.js';
 import type { DatabaseSchema } from '../toolkits/database-schema.js';
+import type { ResponseDescription } from './response-description.js';
 
 /**
  * The plugin API versions a plugin works with: `'^1'`, `'^1.1'`, `'1.x'`, `'^1.1 || ^2'`, a number
@@ -94,6 +95,8 @@ export interface EndpointType<Config> {
    * status, headers })`, a StreamedResponse, or throw a GatewayError.
    */
   execute(call: EndpointCall<Config>): Promise<unknown>;
+  /** Optional: what this endpoint's answers look like, for the OpenAPI description. */
+  describeResponse?(config: Config): ResponseDescription;
 }
 
 export interface ConfigIssue {

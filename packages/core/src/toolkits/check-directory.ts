@@ -1,15 +1,18 @@
 import type { ServerConfig } from '../config/server-config.js';
-import { openDatabase } from '../db/connect.js';
+import { openDatabase, type Database } from '../db/connect.js';
 import { openPreparedReads } from '../db/prepared-reads.js';
 import { createLogger, type Logger } from '../log.js';
+import type { EndpointTypes } from '../plugins/endpoint-types.js';
 import { loadPlugins } from '../plugins/plugin-loader.js';
 import type { ToolkitProblem } from './config-issues.js';
-import { listToolkitFiles, ToolkitRegistry } from './toolkit-registry.js';
+import { listToolkitFiles, ToolkitRegistry, type ToolkitSnapshot } from './toolkit-registry.js';
 
 export interface DirectoryCheck {
   files: number;
   toolkits: string[];
   problems: ToolkitProblem[];
+  /** The toolkits that loaded. */
+  snapshot: ToolkitSnapshot;
 }
 
 const silent = createLogger('error', () => undefined);
@@ -18,10 +21,10 @@ const silent = createLogger('error', () => undefined);
 const onlyPluginFailures = (log: Logger): Logger => ({ ...silent, error: (msg, fields) => msg === 'plugin check threw' && log.error(msg, fields) });
 
 /**
- * `tkgate config check`: loads a directory exactly as `tkgate start` would (same plugins, same live
- * database schema) and reports every problem rather than the first.
+ * The configured plugins, loaded on the configured database as `tkgate start` would, for the CLI's
+ * offline commands (config check, openapi, schema); everything is closed when `work` ends.
  */
-export async function checkToolkitDirectory(dir: string, config: ServerConfig, log: Logger): Promise<DirectoryCheck> {
+export async function withLoadedPlugins<T>(config: ServerConfig, log: Logger, work: (types: EndpointTypes, db: Database) => Promise<T>): Promise<T> {
   const db = openDatabase(config.db);
   try {
     // Connect first: on SQLite this creates the file, which the read-only connection beside it requires.
@@ -35,8 +38,7 @@ export async function checkToolkitDirectory(dir: string, config: ServerConfig, l
     // Plugins' onClose hooks run on every way out, also when a later plugin fails to load.
     const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options });
     try {
-      const { snapshot, problems } = await new ToolkitRegistry(dir, db, plugins.types, onlyPluginFailures(log)).reload();
-      return { files: (await listToolkitFiles(dir)).length, toolkits: [...snapshot.keys()], problems };
+      return await work(plugins.types, db);
     } finally {
       await plugins.close();
     }
@@ -44,4 +46,15 @@ export async function checkToolkitDirectory(dir: string, config: ServerConfig, l
     reads.close();
     await db.destroy();
   }
+}
+
+/**
+ * `tkgate config check`: loads a directory exactly as `tkgate start` would (same plugins, same live
+ * database schema) and reports every problem rather than the first.
+ */
+export function checkToolkitDirectory(dir: string, config: ServerConfig, log: Logger): Promise<DirectoryCheck> {
+  return withLoadedPlugins(config, log, async (types, db) => {
+    const { snapshot, problems } = await new ToolkitRegistry(dir, db, types, onlyPluginFailures(log)).reload();
+    return { files: (await listToolkitFiles(dir)).length, toolkits: [...snapshot.keys()], problems, snapshot };
+  });
 }

@@ -19,7 +19,7 @@ export interface DbContextEntry {
 }
 
 const NAME = '[A-Za-z_][A-Za-z0-9_]*';
-const ENTRY = new RegExp(`^(${NAME})\\.(${NAME})(?:\\?(${NAME})=\\$payload\\.(${NAME}))?(?:\\s+as\\s+(${NAME}))?$`);
+export const ENTRY = new RegExp(`^(${NAME})\\.(${NAME})(?:\\?(${NAME})=\\$payload\\.(${NAME}))?(?:\\s+as\\s+(${NAME}))?$`);
 
 export function compileDbContext(
   entries: string[] | undefined,
