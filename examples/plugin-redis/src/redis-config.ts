@@ -16,11 +16,15 @@ export type RedisOptions = z.infer<typeof optionsSchema>;
  * incr (a counter), push (append `value_field` to a list; 201), range (a list, streamed as NDJSON).
  */
 export const endpointSchema = z.strictObject({
-  operation: z.enum(['get', 'set', 'incr', 'push', 'range']),
-  key: z.array(z.string().min(1).max(128)).min(1).max(8).transform(parseKey),
-  value_field: z.string().optional(),
-  ttl: durationMs.optional(),
-  /** range: at most this many items. */
-  limit: z.number().int().min(1).max(10_000).default(1_000),
+  operation: z.enum(['get', 'set', 'incr', 'push', 'range']).describe('get, set (201), incr, push (201) or range (NDJSON)'),
+  key: z
+    .array(z.string().min(1).max(128).describe('a literal, or $context.<field> / $payload.<field>'))
+    .min(1)
+    .max(8)
+    .transform(parseKey)
+    .describe("the key's parts, joined by ':' after plugin_options key_prefix"),
+  value_field: z.string().optional().describe('set and push: the payload field whose string value is stored'),
+  ttl: durationMs.optional().describe('set: expiry, e.g. "1h"'),
+  limit: z.number().int().min(1).max(10_000).default(1_000).describe('range: at most this many items'),
 });
 export type RedisEndpoint = z.infer<typeof endpointSchema>;
