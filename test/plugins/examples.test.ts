@@ -81,32 +81,36 @@ for (const dialect of dialects) {
       gateway = undefined;
     });
 
-    it('answers 503 redis_unavailable with Retry-After when Redis cannot be reached', async () => {
-      gateway = await startGateway({ config: config('redis://127.0.0.1:1') });
-      const client = toolkitClient(gateway.base, await loginToken(gateway.base, 'eve', passwordOf('eve')));
-      const down = await client.post('memo', 'hits');
-      expect(down.status).to.equal(503);
-      expect(down.body.error.code).to.equal('redis_unavailable');
-      expect(down.headers.get('retry-after')).to.equal('1');
-      expect(await gateway.stop()).to.equal(0);
-      gateway = undefined;
-    });
+    // Neither depends on the database: the first dialect only.
+    // Neither depends on the database: the first dialect only, to keep the suite lean.
+    if (dialect === dialects[0]) {
+      it('answers 503 redis_unavailable with Retry-After when Redis cannot be reached', async () => {
+        gateway = await startGateway({ config: config('redis://127.0.0.1:1') });
+        const client = toolkitClient(gateway.base, await loginToken(gateway.base, 'eve', passwordOf('eve')));
+        const down = await client.post('memo', 'hits');
+        expect(down.status).to.equal(503);
+        expect(down.body.error.code).to.equal('redis_unavailable');
+        expect(down.headers.get('retry-after')).to.equal('1');
+        expect(await gateway.stop()).to.equal(0);
+        gateway = undefined;
+      });
 
-    it("checks its keys at load: a set without value_field, a payload field the filter drops", async () => {
-      const bad: ToolkitDoc = {
-        name: 'bad',
-        type: 'app',
-        endpoints: [
-          { path: 'a', method: 'POST', type: 'redis', operation: 'set', key: ['x'] },
-          { path: 'b', method: 'POST', type: 'redis', operation: 'get', key: ['x', '$payload.id'], client_filter: { allowed_fields: ['name'] } },
-        ],
-      };
-      const result = await runCli(['config', 'check', toolkitDir({ 'bad.yaml': bad }), '--config', writeConfig(config())]);
-      expect(result.code).to.equal(1);
-      expect(result.stdout.trim().split('\n')).to.deep.equal([
-        'bad.yaml: endpoints.0.value_field: set needs value_field: the payload field to store',
-        'bad.yaml: endpoints.1.key.1: payload field id is not in client_filter.allowed_fields',
-      ]);
-    });
+      it("checks its keys at load: a set without value_field, a payload field the filter drops", async () => {
+        const bad: ToolkitDoc = {
+          name: 'bad',
+          type: 'app',
+          endpoints: [
+            { path: 'a', method: 'POST', type: 'redis', operation: 'set', key: ['x'] },
+            { path: 'b', method: 'POST', type: 'redis', operation: 'get', key: ['x', '$payload.id'], client_filter: { allowed_fields: ['name'] } },
+          ],
+        };
+        const result = await runCli(['config', 'check', toolkitDir({ 'bad.yaml': bad }), '--config', writeConfig(config())]);
+        expect(result.code).to.equal(1);
+        expect(result.stdout.trim().split('\n')).to.deep.equal([
+          'bad.yaml: endpoints.0.value_field: set needs value_field: the payload field to store',
+          'bad.yaml: endpoints.1.key.1: payload field id is not in client_filter.allowed_fields',
+        ]);
+      });
+    }
   });
 }
