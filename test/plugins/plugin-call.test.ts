@@ -26,11 +26,13 @@ for (const dialect of dialects) {
     let gateway: GatewayProcess;
     let client: ReturnType<typeof toolkitClient>;
     let nestedCoreDir: string;
+    let removeNestedCore = () => undefined as void;
     const logsOf = (filter: (record: Record<string, unknown>) => boolean) => gateway.logs.filter(filter);
 
     before(async () => {
       const nestedPlugin = pluginWithNestedCore();
       nestedCoreDir = nestedPlugin.coreDir;
+      removeNestedCore = nestedPlugin.remove;
       gateway = await startGateway({
         config: {
           db: s.bed.dbConfig,
@@ -42,7 +44,10 @@ for (const dialect of dialects) {
       });
       client = toolkitClient(gateway.base, await loginToken(gateway.base, 'ann', passwordOf('ann')));
     });
-    after(() => gateway?.stop());
+    after(async () => {
+      await gateway?.stop();
+      removeNestedCore();
+    });
 
     it('answers reply(data, { status, headers }) in the envelope with that status and those headers', async () => {
       const answer = await client.post('probes', 'created', {});
