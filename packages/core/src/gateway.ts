@@ -13,7 +13,7 @@ import { SessionPersistence } from './sessions/session-persistence.js';
 import { SessionStore } from './sessions/session-store.js';
 import { describeProblem } from './toolkits/config-issues.js';
 import { ToolkitRegistry } from './toolkits/toolkit-registry.js';
-import { watchToolkits } from './toolkits/toolkit-watcher.js';
+import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
 import { UserDirectory } from './users/user-directory.js';
 
 export interface RunningGateway {
@@ -54,14 +54,15 @@ export async function startGateway(config: ServerConfig, log: Logger): Promise<R
     cleanups.push(() => reads.close());
     const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options });
     cleanups.push(() => plugins.close());
-    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, log);
-    const { problems } = await toolkits.reload();
+    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, log, { maxFileBytes: config.toolkits.max_file_bytes });
+    const { problems } = await toolkits.load();
     if (problems.length > 0) {
       throw new ConfigError(`${problems.length} problem(s) in toolkit files: ${problems.map(describeProblem).join('; ')}`);
     }
     if (config.toolkits.watch) {
-      const watcher = watchToolkits(config.toolkits.dir, toolkits, log);
+      const watcher = new ToolkitWatcher(toolkits, { settleMs: config.toolkits.settle_ms, rescanIntervalMs: config.toolkits.rescan_interval_ms }, log);
       cleanups.push(() => watcher.close());
+      await watcher.start();
     }
 
     const policy = {

@@ -1,5 +1,4 @@
-import { type EndpointType, type TkgatePlugin } from '@tkgate/core';
-import { AdmissionGate } from './admission-gate.js';
+import { AdmissionGate, EndpointGates, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { execConfigSchema, execOptionsSchema, type ExecConfig } from './exec-config.js';
 import { checkExecEndpoint, runExecEndpoint, type ExecServices } from './exec-endpoint.js';
 import { SpawnPool } from './spawn-pool.js';
@@ -9,6 +8,8 @@ export const ERROR_CODES = {
   exec_failed: { status: 500, meaning: 'The command exited non-zero, timed out, wrote more than max_output_bytes, or could not be started; stderr is logged, never returned.' },
 } as const;
 
+const BUSY = 'too many commands are running; try again shortly';
+
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-exec',
   apiVersion: '^1.1',
@@ -17,15 +18,10 @@ const plugin: TkgatePlugin = {
     const parsed = await api.readOptions(execOptionsSchema);
     const pool = new SpawnPool(parsed.spawn_helpers, api.log);
     api.onClose(() => pool.close());
-    /** One gate per live endpoint version; a reload starts a fresh one, the old goes with its last request. */
-    const perEndpoint = new WeakMap<object, AdmissionGate>();
+    const perEndpoint = new EndpointGates(BUSY);
     const services: ExecServices = {
-      globalGate: new AdmissionGate(parsed.max_processes, parsed.max_queue),
-      endpointGate(key, config) {
-        let gate = perEndpoint.get(key);
-        if (!gate) perEndpoint.set(key, (gate = new AdmissionGate(config.max_concurrency, config.max_queue)));
-        return gate;
-      },
+      globalGate: new AdmissionGate(parsed.max_processes, parsed.max_queue, BUSY),
+      endpointGate: (key, config) => perEndpoint.of(key, config),
       run: (spec) => pool.run(spec),
     };
     const exec: EndpointType<ExecConfig> = {

@@ -104,6 +104,9 @@ const schema = {
   toolkits: {
     dir: { doc: 'one file per toolkit', format: String, default: './config/toolkits', env: 'TKGATE_TOOLKITS_DIR' },
     watch: { doc: 'hot reload', format: Boolean, default: true, coerce: booleanFromEnv },
+    settle: { doc: 'quiet time before a change of the directory is applied, as one batch', format: 'duration', default: '300ms' },
+    rescan_interval: { doc: 'stat-only rescan for lost file events (0 = never)', format: 'duration', default: '5s' },
+    max_file_bytes: { doc: 'a larger toolkit file is refused', format: 'positive-int', default: 1_048_576 },
   },
   plugins: { doc: 'endpoint-type plugins loaded at boot, in order', format: 'module-list', default: DEFAULT_PLUGINS },
   plugin_options: { doc: "settings for plugins, keyed by plugin name (each plugin validates its own)", format: Object, default: {} },
@@ -118,7 +121,7 @@ interface RawConfig {
   db: { client: string; filename: string; url: string };
   sessions: { idle_timeout: string | number; absolute_lifetime: string | number; max_per_user: number; persist: boolean };
   auth: { admin_power: number; login_max_failures: number; login_window: string | number };
-  toolkits: { dir: string; watch: boolean };
+  toolkits: { dir: string; watch: boolean; settle: string | number; rescan_interval: string | number; max_file_bytes: number };
   plugins: string[];
   plugin_options: Record<string, Record<string, unknown>>;
   log: { level: string };
@@ -129,7 +132,7 @@ export interface ServerConfig {
   db: { client: 'sqlite' | 'mysql'; filename: string; url: string };
   sessions: { idle_timeout_ms: number; absolute_lifetime_ms: number; max_per_user: number; persist: boolean };
   auth: { admin_power: number; login_max_failures: number; login_window_ms: number };
-  toolkits: { dir: string; watch: boolean };
+  toolkits: { dir: string; watch: boolean; settle_ms: number; rescan_interval_ms: number; max_file_bytes: number };
   plugins: string[];
   plugin_options: Record<string, Record<string, unknown>>;
   log: { level: LogLevel };
@@ -195,7 +198,13 @@ function normalise(raw: RawConfig, cwd: string): ServerConfig {
       login_max_failures: raw.auth.login_max_failures,
       login_window_ms: parseDuration(raw.auth.login_window),
     },
-    toolkits: { dir: path.resolve(cwd, raw.toolkits.dir), watch: raw.toolkits.watch },
+    toolkits: {
+      dir: path.resolve(cwd, raw.toolkits.dir),
+      watch: raw.toolkits.watch,
+      settle_ms: parseDuration(raw.toolkits.settle),
+      rescan_interval_ms: parseDuration(raw.toolkits.rescan_interval),
+      max_file_bytes: raw.toolkits.max_file_bytes,
+    },
     plugins: [...raw.plugins],
     plugin_options: raw.plugin_options,
     log: { level: raw.log.level as LogLevel },

@@ -123,7 +123,10 @@ async function sendStream(ctx: GatewayContext, result: StreamedResponse, log: Lo
     await result.body(ctx.res);
     ctx.res.end();
   } catch (err) {
-    log.error('streamed response cut', { request_id: ctx.state.requestId, path: ctx.path, plugin: ctx.state.endpoint!.type.plugin, err });
+    const fields = { request_id: ctx.state.requestId, path: ctx.path, plugin: ctx.state.endpoint!.type.plugin };
+    // A client that leaves mid-download is routine, not a fault of the gateway or the upstream.
+    if (ctx.res.destroyed || ctx.req.socket.destroyed) log.info('client left during a streamed response', fields);
+    else log.error('streamed response cut', { ...fields, err });
     ctx.res.destroy();
   }
 }

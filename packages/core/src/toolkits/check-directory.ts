@@ -5,7 +5,7 @@ import { createLogger, type Logger } from '../log.js';
 import type { EndpointTypes } from '../plugins/endpoint-types.js';
 import { loadPlugins } from '../plugins/plugin-loader.js';
 import type { ToolkitProblem } from './config-issues.js';
-import { listToolkitFiles, ToolkitRegistry, type ToolkitSnapshot } from './toolkit-registry.js';
+import { ToolkitRegistry, type ToolkitSnapshot } from './toolkit-registry.js';
 
 export interface DirectoryCheck {
   files: number;
@@ -54,7 +54,9 @@ export async function withLoadedPlugins<T>(config: ServerConfig, log: Logger, wo
  */
 export function checkToolkitDirectory(dir: string, config: ServerConfig, log: Logger): Promise<DirectoryCheck> {
   return withLoadedPlugins(config, log, async (types, db) => {
-    const { snapshot, problems } = await new ToolkitRegistry(dir, db, types, onlyPluginFailures(log)).reload();
-    return { files: (await listToolkitFiles(dir)).length, toolkits: [...snapshot.keys()], problems, snapshot };
+    const registry = new ToolkitRegistry(dir, db, types, onlyPluginFailures(log), { maxFileBytes: config.toolkits.max_file_bytes });
+    const listing = await registry.look();
+    const { snapshot, problems } = await registry.load();
+    return { files: listing.files.size, toolkits: [...snapshot.keys()], problems, snapshot };
   });
 }
