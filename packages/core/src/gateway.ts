@@ -8,7 +8,8 @@ import { migrateToLatest } from './db/migrate.js';
 import { describeDatabaseError } from './db/database-errors.js';
 import { openPreparedReads } from './db/prepared-reads.js';
 import type { Logger } from './log.js';
-import { loadPlugins } from './plugins/plugin-loader.js';
+import { importPlugins, registerPlugins } from './plugins/plugin-loader.js';
+import { migratePlugins } from './plugins/plugin-migrations.js';
 import { SessionCache, trustFor, trustUntilChanged } from './sessions/session-cache.js';
 import { SessionStore } from './sessions/session-store.js';
 import { SessionTable } from './sessions/session-table.js';
@@ -50,14 +51,19 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
   const db = openDatabase(config.db);
   cleanups.push(() => db.destroy());
   try {
-    const applied = await migrateToLatest(db).catch((err: Error) => {
-      throw new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
-    });
-    if (applied.length > 0) log.info('database migrated', { applied });
+    const imported = await importPlugins(config.plugins);
+    // A cluster's primary has migrated before forking; workers starting together must not race for the lock.
+    if (!options.worker) {
+      const applied = await migrateToLatest(db).catch((err: Error) => {
+        throw new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
+      });
+      applied.push(...(await migratePlugins(db, imported)));
+      if (applied.length > 0) log.info('database migrated', { applied });
+    }
 
     const reads = openPreparedReads(db, config.db);
     cleanups.push(() => reads.close());
-    const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options });
+    const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options });
     cleanups.push(() => plugins.close());
     const toolkitLog = options.worker && !options.worker.first ? demoted(log) : log;
     const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, toolkitLog, { maxFileBytes: config.toolkits.max_file_bytes });

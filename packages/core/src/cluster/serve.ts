@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { ServerConfig } from '../config/server-config.js';
 import { openDatabase } from '../db/connect.js';
-import { migrateToLatest } from '../db/migrate.js';
+import { migrateWithPlugins } from '../db/migrate.js';
 import { announceSessions, startGateway } from '../gateway.js';
 import type { Logger } from '../log.js';
 import { tagged } from './worker-log.js';
@@ -51,11 +51,11 @@ async function serveAsWorker(config: ServerConfig, log: Logger): Promise<Serving
   };
 }
 
-/** Migrations and the start-up session work run once, here, before any worker starts. */
+/** Migrations (core's and the plugins') and the start-up session work run once, here, before any worker starts. */
 async function prepareDatabase(config: ServerConfig, log: Logger): Promise<void> {
   const db = openDatabase(config.db);
   try {
-    const applied = await migrateToLatest(db);
+    const applied = await migrateWithPlugins(db, config.plugins);
     if (applied.length > 0) log.info('database migrated', { applied });
     await announceSessions(db, config, log);
   } finally {
