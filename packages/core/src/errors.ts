@@ -100,3 +100,7 @@ export const rateLimited = (retryAfterSeconds: number): GatewayError =>
   });
 
 export const internalError = (cause?: unknown): GatewayError => coreError('internal_error', 'internal error', { cause });
+
+/** The database refused a write that must be durable before the answer (logout, clear-sessions): nothing changed, retry. */
+export const unavailable = (cause?: unknown): GatewayError =>
+  coreError('unavailable', 'the session database refused the change; nothing was changed, try again', { headers: { 'Retry-After': '1' }, cause });

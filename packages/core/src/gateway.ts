@@ -3,14 +3,17 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import { LoginLimiter } from './auth/login-limiter.js';
 import { ConfigError, type ServerConfig } from './config/server-config.js';
-import { openDatabase } from './db/connect.js';
+import { openDatabase, type Database } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
+import { describeDatabaseError } from './db/database-errors.js';
 import { openPreparedReads } from './db/prepared-reads.js';
 import type { Logger } from './log.js';
 import { importPlugins, registerPlugins } from './plugins/plugin-loader.js';
 import { migratePlugins } from './plugins/plugin-migrations.js';
-import { SessionPersistence } from './sessions/session-persistence.js';
+import { SessionCache, trustFor, trustUntilChanged } from './sessions/session-cache.js';
 import { SessionStore } from './sessions/session-store.js';
+import { SessionTable } from './sessions/session-table.js';
+import { demoted } from './cluster/worker-log.js';
 import { describeProblem } from './toolkits/config-issues.js';
 import { ToolkitRegistry } from './toolkits/toolkit-registry.js';
 import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
@@ -35,7 +38,12 @@ type Cleanup = () => Promise<void> | void;
  * Boots everything in order: database and migrations, plugins, toolkits (a broken file refuses the
  * start), sessions, the app, then the listener.
  */
-export async function startGateway(config: ServerConfig, log: Logger): Promise<RunningGateway> {
+export interface GatewayOptions {
+  /** Set in a cluster worker: the primary has migrated and announced; `first` is the worker that logs reloads. */
+  worker?: { id: number; first: boolean };
+}
+
+export async function startGateway(config: ServerConfig, log: Logger, options: GatewayOptions = {}): Promise<RunningGateway> {
   const cleanups: Cleanup[] = [];
   const undo = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
@@ -43,24 +51,28 @@ export async function startGateway(config: ServerConfig, log: Logger): Promise<R
   const db = openDatabase(config.db);
   cleanups.push(() => db.destroy());
   try {
-    const applied = await migrateToLatest(db).catch((err: Error) => {
-      throw new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
-    });
     const imported = await importPlugins(config.plugins);
-    applied.push(...(await migratePlugins(db, imported)));
-    if (applied.length > 0) log.info('database migrated', { applied });
+    // A cluster's primary has migrated before forking; workers starting together must not race for the lock.
+    if (!options.worker) {
+      const applied = await migrateToLatest(db).catch((err: Error) => {
+        throw new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
+      });
+      applied.push(...(await migratePlugins(db, imported)));
+      if (applied.length > 0) log.info('database migrated', { applied });
+    }
 
     const reads = openPreparedReads(db, config.db);
     cleanups.push(() => reads.close());
     const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options });
     cleanups.push(() => plugins.close());
-    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, log, { maxFileBytes: config.toolkits.max_file_bytes });
+    const toolkitLog = options.worker && !options.worker.first ? demoted(log) : log;
+    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, toolkitLog, { maxFileBytes: config.toolkits.max_file_bytes });
     const { problems } = await toolkits.load();
     if (problems.length > 0) {
       throw new ConfigError(`${problems.length} problem(s) in toolkit files: ${problems.map(describeProblem).join('; ')}`);
     }
     if (config.toolkits.watch) {
-      const watcher = new ToolkitWatcher(toolkits, { settleMs: config.toolkits.settle_ms, rescanIntervalMs: config.toolkits.rescan_interval_ms }, log);
+      const watcher = new ToolkitWatcher(toolkits, { settleMs: config.toolkits.settle_ms, rescanIntervalMs: config.toolkits.rescan_interval_ms }, toolkitLog);
       cleanups.push(() => watcher.close());
       await watcher.start();
     }
@@ -69,13 +81,17 @@ export async function startGateway(config: ServerConfig, log: Logger): Promise<R
       idleTimeoutMs: config.sessions.idle_timeout_ms,
       absoluteLifetimeMs: config.sessions.absolute_lifetime_ms,
       maxPerUser: config.sessions.max_per_user,
+      cacheTtlMs: config.sessions.cache_ttl_ms,
     };
-    const sessions = new SessionStore(policy, config.sessions.persist ? new SessionPersistence(db, policy) : undefined, log);
-    const loaded = await sessions.load();
-    if (config.sessions.persist) log.info('sessions loaded', { count: loaded });
+    const table = new SessionTable(db, reads, policy);
+    // SQLite tells exactly when anyone committed (data_version): reads are kept until then. MySQL cannot: cache_ttl.
+    const version = reads.dataVersion();
+    const freshness = version === undefined ? trustFor(policy.cacheTtlMs) : trustUntilChanged(() => reads.dataVersion()!);
+    const sessions = new SessionStore(policy, table, new SessionCache(freshness), log);
+    if (!options.worker) await announceSessions(db, config, log);
     cleanups.push(() => sessions.flush());
 
-    const limiter = new LoginLimiter(config.auth.login_max_failures, config.auth.login_window_ms);
+    const limiter = new LoginLimiter(db, config.auth.login_max_failures, config.auth.login_window_ms);
     const housekeeping = startHousekeeping(sessions, limiter, config, log);
     cleanups.push(() => clearInterval(housekeeping));
 
@@ -87,7 +103,7 @@ export async function startGateway(config: ServerConfig, log: Logger): Promise<R
     const port = (server.address() as AddressInfo).port;
     const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
     const url = `http://${host}:${port}${config.server.base_url}`;
-    log.info('listening', { host: config.server.host, port, url, toolkits: [...toolkits.snapshot.keys()] });
+    log.info(options.worker ? 'worker listening' : 'listening', { host: config.server.host, port, url, toolkits: [...toolkits.snapshot.keys()] });
     return {
       url,
       port,
@@ -121,15 +137,37 @@ function listen(server: Server, host: string, port: number): Promise<void> {
   });
 }
 
-/** Purges expired sessions and stale login-limit keys, as often as a tenth of the idle timeout (1 s to 1 min). */
+/**
+ * The sessions at start. The database holds them for every instance; with `sessions.persist: false` a
+ * (single-instance) gateway starts with none. Run by the first process only, never by a replaced worker.
+ */
+export async function announceSessions(db: Database, config: ServerConfig, log: Logger): Promise<void> {
+  if (!config.sessions.persist) {
+    await db('sessions').delete();
+    log.info('sessions cleared at start (sessions.persist is false)');
+    return;
+  }
+  const row = await db('sessions').where('expires_at', '>', Date.now()).count({ n: '*' }).first();
+  log.info('sessions stored', { count: Number(row?.n ?? 0) });
+}
+
+/**
+ * Purges expired sessions and stale failed-login keys, as often as a tenth of the idle timeout (1 s to 1 min).
+ * Every instance does; a run never overlaps the previous one here, and concurrent runs elsewhere delete
+ * by primary key in one order, with the expiry checked again, so they cannot deadlock or delete a live session.
+ */
 function startHousekeeping(sessions: SessionStore, limiter: LoginLimiter, config: ServerConfig, log: Logger): NodeJS.Timeout {
   const everyMs = Math.min(60_000, Math.max(1_000, config.sessions.idle_timeout_ms / 10));
+  let running = false;
   const timer = setInterval(() => {
-    limiter.sweep();
-    sessions
-      .sweep()
-      .then((purged) => purged > 0 && log.debug('expired sessions purged', { purged }))
-      .catch((err) => log.error('session purge failed', { err }));
+    if (running) return;
+    running = true;
+    Promise.all([
+      sessions.purgeExpired().then((purged) => purged > 0 && log.debug('expired sessions purged', { purged })),
+      limiter.sweep(),
+    ])
+      .catch((err) => log.warn('housekeeping failed', describeDatabaseError(err)))
+      .finally(() => (running = false));
   }, everyMs);
   timer.unref();
   return timer;

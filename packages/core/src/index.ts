@@ -14,6 +14,7 @@ export {
   methodNotAllowed,
   rateLimited,
   internalError,
+  unavailable,
   asGatewayError,
 } from './errors.js';
 export type { FieldProblem, GatewayErrorOptions, GatewayErrorShape } from './errors.js';
@@ -65,3 +66,5 @@ export { checkToolkitDirectory, withLoadedPlugins } from './toolkits/check-direc
 export { toolkitFileJsonSchema } from './toolkits/toolkit-json-schema.js';
 export { openApiDocument } from './openapi/openapi-document.js';
 export type { ToolkitProblem } from './toolkits/config-issues.js';
+export { serve } from './cluster/serve.js';
+export type { Serving } from './cluster/serve.js';

@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, startGateway } from '@tkgate/core';
+import { ConfigError, createLogger, serve } from '@tkgate/core';
 import { UsageError } from '../cli-error.js';
 import type { Command } from './command.js';
 import { configFrom } from './context.js';
@@ -11,7 +11,7 @@ function portOverride(port: string | boolean | undefined): Record<string, unknow
   return { 'server.port': Number(port) };
 }
 
-/** Runs until SIGTERM or SIGINT, then drains in-flight requests, flushes sessions and exits 0. */
+/** Runs until SIGTERM or SIGINT, then drains in-flight requests (in every worker), flushes sessions and exits 0. */
 export const start: Command = {
   name: 'start',
   usage: 'start [--config FILE] [--port N]',
@@ -21,7 +21,7 @@ export const start: Command = {
   async run({ values }) {
     const config = configFrom(values, portOverride(values.port));
     const log = createLogger(config.log.level);
-    const gateway = await startGateway(config, log).catch((err: unknown) => {
+    const gateway = await serve(config, log).catch((err: unknown) => {
       throw err instanceof ConfigError ? err : new Error(`cannot start: ${(err as Error).message}`);
     });
     const signal = await new Promise<NodeJS.Signals>((resolve) => {

@@ -4,8 +4,9 @@ import { notFound } from '../errors.js';
 import { checkGroupName } from './names.js';
 
 export async function userIdOf(db: Database, username: string): Promise<number> {
-  const row = await db('users').where({ username }).first('id');
-  if (!row) throw notFound('user_not_found', `no user named ${username}`);
+  const row = await db('users').where({ username }).first('id', 'username');
+  // Byte for byte, whatever the column's collation (a PAD SPACE one finds "alice" for "alice   ").
+  if (!row || row.username !== username) throw notFound('user_not_found', `no user named ${username}`);
   return Number(row.id);
 }
 

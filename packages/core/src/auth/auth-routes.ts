@@ -11,14 +11,14 @@ import { status } from './status.js';
 
 /** The four endpoints under {base}/auth/. Any other method on these paths is 405. */
 export function authRoutes(services: AuthServices): Router<GatewayState> {
-  const { config, sessions, users } = services;
+  const { config, sessions } = services;
   const router = new Router<GatewayState>({ prefix: `${config.server.base_url}/auth` });
   const body = readJsonObjectBody(config.server.max_body_bytes);
-  const authenticated = authenticate(sessions, users, { countsAsUse: true });
+  const authenticated = authenticate(sessions, { countsAsUse: true });
 
   router.post('/login', body, login(services));
   router.post('/logout', authenticated, logout(services));
-  router.get('/status', authenticate(sessions, users, { countsAsUse: false }), status(services));
+  router.get('/status', authenticate(sessions, { countsAsUse: false }), status());
   router.post('/clear-sessions', authenticated, requireAdminPower(services), body, clearSessions(services));
 
   for (const [path, method] of [['/login', 'POST'], ['/logout', 'POST'], ['/status', 'GET'], ['/clear-sessions', 'POST']] as const) {

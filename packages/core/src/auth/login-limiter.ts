@@ -1,55 +1,58 @@
+import { hash } from 'node:crypto';
+import type { Database } from '../db/connect.js';
+import { writeTransaction } from '../db/write-transaction.js';
+
 /**
- * Failed logins per key (username + client address) within a sliding window. Past the maximum, the
- * key is refused until its oldest failure leaves the window. Memory is bounded: past `maxKeys` the
- * least recently failed keys are forgotten first.
+ * Failed logins per key (username + client address) within a sliding window, in the database: one limit
+ * for every gateway on it and every concurrent request. An attempt is reserved before its password is
+ * hashed and counts as a failure unless the login succeeds, so a burst checks at most `maxFailures`
+ * passwords however many arrive at once. Keys are stored as SHA-256 hashes (no usernames in the table).
  */
 export class LoginLimiter {
-  private readonly failures = new Map<string, number[]>();
-
   constructor(
+    private readonly db: Database,
     private readonly maxFailures: number,
     private readonly windowMs: number,
-    private readonly maxKeys = 100_000,
   ) {}
 
-  /** Seconds until the key may try again; 0 when it may try now. */
-  retryAfterSeconds(key: string, now = Date.now()): number {
-    const recent = this.recent(key, now);
-    if (recent.length < this.maxFailures) return 0;
-    const freeAt = recent[recent.length - this.maxFailures]! + this.windowMs;
-    return Math.max(1, Math.ceil((freeAt - now) / 1000));
+  static key(username: string, clientAddress: string): string {
+    return hash('sha256', `${username}\u0000${clientAddress}`, 'hex');
   }
 
-  recordFailure(key: string, now = Date.now()): void {
-    const recent = this.recent(key, now);
-    recent.push(now);
-    if (recent.length > this.maxFailures) recent.splice(0, recent.length - this.maxFailures);
-    this.failures.delete(key);
-    this.failures.set(key, recent);
-    if (this.failures.size > this.maxKeys) this.failures.delete(this.failures.keys().next().value!);
+  /**
+   * Reserves an attempt for the key: 0 when it may go ahead, else the seconds until it may try again.
+   * One transaction holding the key's row (its upsert comes first, which locks it on every database).
+   */
+  reserve(key: string): Promise<number> {
+    return writeTransaction(this.db, async (trx) => {
+      await trx('login_failures').insert({ key_hash: key, attempts: '', last_at: 0 }).onConflict('key_hash').merge(['key_hash']);
+      const row = await trx('login_failures').where({ key_hash: key }).first('attempts');
+      const now = Date.now();
+      const recent = parseAttempts(row?.attempts).filter((at) => at > now - this.windowMs);
+      if (recent.length >= this.maxFailures) {
+        const freeAt = recent[recent.length - this.maxFailures]! + this.windowMs;
+        return Math.max(1, Math.ceil((freeAt - now) / 1000));
+      }
+      recent.push(now);
+      await trx('login_failures')
+        .where({ key_hash: key })
+        .update({ attempts: recent.slice(-this.maxFailures).join(','), last_at: now });
+      return 0;
+    });
   }
 
-  reset(key: string): void {
-    this.failures.delete(key);
+  /** A successful login forgets the key's failures. */
+  async reset(key: string): Promise<void> {
+    await this.db('login_failures').where({ key_hash: key }).delete();
   }
 
-  /** Forgets keys whose failures have all left the window. */
-  sweep(now = Date.now()): void {
-    for (const key of [...this.failures.keys()]) {
-      if (this.recent(key, now).length === 0) this.failures.delete(key);
-    }
+  /** Deletes keys whose every attempt has left the window. */
+  async sweep(now = Date.now()): Promise<void> {
+    await this.db('login_failures').where('last_at', '<=', now - this.windowMs).delete();
   }
+}
 
-  private recent(key: string, now: number): number[] {
-    const all = this.failures.get(key);
-    if (!all) return [];
-    const cutoff = now - this.windowMs;
-    const firstRecent = all.findIndex((at) => at > cutoff);
-    if (firstRecent === -1) {
-      this.failures.delete(key);
-      return [];
-    }
-    if (firstRecent > 0) all.splice(0, firstRecent);
-    return all;
-  }
+function parseAttempts(stored: unknown): number[] {
+  if (typeof stored !== 'string' || stored === '') return [];
+  return stored.split(',').map(Number).filter(Number.isFinite);
 }

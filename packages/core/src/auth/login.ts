@@ -1,41 +1,72 @@
-import { GatewayError } from '../errors.js';
+import { hash } from 'node:crypto';
+import { describeDatabaseError, unavailableWhenRefused } from '../db/database-errors.js';
+import { GatewayError, rateLimited } from '../errors.js';
 import type { GatewayMiddleware } from '../http/context.js';
 import { clientAddress } from '../http/client-address.js';
 import { sendData } from '../http/envelope.js';
-import { rateLimited } from '../errors.js';
+import type { Logger } from '../log.js';
+import { hashPrefix } from '../sessions/session.js';
 import { MAX_PASSWORD_LENGTH, verifyAgainstDecoy, verifyPassword } from '../users/passwords.js';
 import { isoTime, type AuthServices } from './auth-services.js';
 import { requireFields } from './body-fields.js';
+import { LoginLimiter } from './login-limiter.js';
 
 const invalidCredentials = () => new GatewayError(401, 'invalid_credentials', 'invalid username or password');
 
+/**
+ * Logins refused because too many wait for hashing (503 `busy`) are expected under a storm: counted, and
+ * reported in one warn line a second at most, never an error line each.
+ */
+function busyReporter(log: Logger): () => void {
+  let refused = 0;
+  let reportedAt = 0;
+  return () => {
+    refused++;
+    const now = Date.now();
+    if (now - reportedAt < 1000) return;
+    log.warn('logins refused while busy', { refused });
+    reportedAt = now;
+    refused = 0;
+  };
+}
+
 /** POST {base}/auth/login: unknown user, wrong password and disabled user cost the same and answer the same. */
 export function login({ config, sessions, users, limiter, log }: AuthServices): GatewayMiddleware {
+  const reportBusy = busyReporter(log);
   return async (ctx) => {
     const body = ctx.request.body as Record<string, unknown>;
     requireFields(body, { username: { kind: 'string', maxLength: 64 }, password: { kind: 'string', maxLength: MAX_PASSWORD_LENGTH } }, ['username', 'password']);
     const username = body.username as string;
     const password = body.password as string;
 
-    const limitKey = `${username}\u0000${clientAddress(ctx, config.server.trust_proxy)}`;
-    const retryAfter = limiter.retryAfterSeconds(limitKey);
+    const limitKey = LoginLimiter.key(username, clientAddress(ctx, config.server.trust_proxy));
+    const retryAfter = await unavailableWhenRefused('login attempt not recorded', () => limiter.reserve(limitKey));
     if (retryAfter > 0) throw rateLimited(retryAfter);
 
     const user = await users.findForLogin(username);
-    const passwordMatches = user ? await verifyPassword(user.password_hash, password) : await verifyAgainstDecoy(password);
+    let passwordMatches: boolean;
+    try {
+      passwordMatches = user ? await verifyPassword(user.password_hash, password) : await verifyAgainstDecoy(password);
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === 'busy') reportBusy();
+      throw err;
+    }
     if (!user || !passwordMatches || user.disabled) {
-      limiter.recordFailure(limitKey);
-      log.info('login refused', { request_id: ctx.state.requestId, username, reason: user?.disabled && passwordMatches ? 'disabled' : 'credentials' });
+      // A typed username is sometimes a password: only an existing one is logged as typed.
+      const who = user ? { username } : { username_hash: hashPrefix(hash('sha256', username, 'hex')) };
+      log.info('login refused', { request_id: ctx.state.requestId, ...who, reason: user?.disabled && passwordMatches ? 'disabled' : 'credentials' });
       throw invalidCredentials();
     }
-    limiter.reset(limitKey);
 
-    const { token, session } = await sessions.create(user.id);
-    log.info('login', { request_id: ctx.state.requestId, user_id: user.id, session: session.tokenHash.slice(0, 8) });
+    const created = await unavailableWhenRefused('session not created', () => sessions.create(user.id));
+    if (!created) throw invalidCredentials();
+    const { token, session } = created;
+    limiter.reset(limitKey).catch((err) => log.warn('failed logins not reset', describeDatabaseError(err)));
+    log.info('login', { request_id: ctx.state.requestId, user_id: user.id, session: hashPrefix(session.tokenHash) });
     sendData(ctx, {
       token,
       token_type: 'Bearer',
-      expires_at: isoTime(sessions.expiresAt(session)),
+      expires_at: isoTime(session.expiresAt),
       idle_timeout_s: Math.round(config.sessions.idle_timeout_ms / 1000),
       user: { id: user.id, username: user.username, power: user.power },
     });

@@ -1,9 +1,9 @@
 import type { GatewayMiddleware } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
-import { isoTime, type AuthServices } from './auth-services.js';
+import { isoTime } from './auth-services.js';
 
 /** GET {base}/auth/status: whether the session lives and until when; does not count as use. */
-export function status({ sessions }: AuthServices): GatewayMiddleware {
+export function status(): GatewayMiddleware {
   return async (ctx) => {
     const session = ctx.state.session!;
     const caller = ctx.state.caller!;
@@ -12,7 +12,7 @@ export function status({ sessions }: AuthServices): GatewayMiddleware {
       user: { id: caller.id, username: caller.username, power: caller.power },
       created_at: isoTime(session.createdAt),
       last_used_at: isoTime(session.lastUsedAt),
-      expires_at: isoTime(sessions.expiresAt(session)),
+      expires_at: isoTime(session.expiresAt),
     });
   };
 }

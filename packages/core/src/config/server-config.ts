@@ -3,6 +3,7 @@
  * built-in defaults < config/default.json < --config FILE (or TKGATE_CONFIG) < env vars < CLI flags.
  */
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import convict from 'convict';
 import { parseDuration } from './duration.js';
@@ -43,6 +44,25 @@ convict.addFormat({
 });
 
 convict.addFormat({
+  name: 'workers',
+  validate(value: unknown) {
+    if (value !== 'auto' && (!Number.isInteger(value) || (value as number) < 1)) throw new Error('must be a whole number of at least 1, or "auto"');
+  },
+  coerce: (value: string) => (value === 'auto' ? value : Number(value)),
+});
+
+/** sessions.cache_ttl is the revocation bound across instances (SPEC section 8): at most 5 s. */
+const MAX_CACHE_TTL_MS = 5_000;
+
+convict.addFormat({
+  name: 'cache-ttl',
+  validate(value: unknown) {
+    if (parseDuration(value) > MAX_CACHE_TTL_MS) throw new Error('must be at most 5s');
+  },
+  coerce: (value: string) => (/^\d+(\.\d+)?$/.test(value) ? Number(value) : value),
+});
+
+convict.addFormat({
   name: 'cors-origins',
   validate(value: unknown) {
     if (!Array.isArray(value)) throw new Error('must be a list of origins like "https://tools.example.org", or ["*"]');
@@ -75,6 +95,7 @@ const schema = {
       env: 'TKGATE_TRUST_PROXY',
       coerce: booleanFromEnv,
     },
+    workers: { doc: 'worker processes serving the port (node:cluster), or "auto": one per core', format: 'workers', default: 1, env: 'TKGATE_WORKERS' },
     cors: {
       origins: { doc: 'origins whose browser pages may call the gateway (exact, or ["*"]); [] sends no CORS header', format: 'cors-origins', default: [] as string[] },
     },
@@ -88,6 +109,7 @@ const schema = {
     idle_timeout: { doc: 'expiry after non-use', format: 'duration', default: '30m', env: 'TKGATE_IDLE_TIMEOUT' },
     absolute_lifetime: { doc: 'a session ends this long after login', format: 'duration', default: '24h' },
     max_per_user: { doc: 'concurrent sessions per user', format: 'positive-int', default: 5, env: 'TKGATE_MAX_SESSIONS' },
+    cache_ttl: { doc: 'how long a process may trust what it read about a session (0 = not at all, at most 5s)', format: 'cache-ttl', default: '1s' },
     persist: {
       doc: 'store token hashes in the DB and reload them at start',
       format: Boolean,
@@ -117,9 +139,9 @@ const schema = {
 
 /** The configuration as convict holds it: durations still as written. */
 interface RawConfig {
-  server: ServerConfig['server'];
+  server: Omit<ServerConfig['server'], 'workers'> & { workers: number | 'auto' };
   db: { client: string; filename: string; url: string };
-  sessions: { idle_timeout: string | number; absolute_lifetime: string | number; max_per_user: number; persist: boolean };
+  sessions: { idle_timeout: string | number; absolute_lifetime: string | number; max_per_user: number; cache_ttl: string | number; persist: boolean };
   auth: { admin_power: number; login_max_failures: number; login_window: string | number };
   toolkits: { dir: string; watch: boolean; settle: string | number; rescan_interval: string | number; max_file_bytes: number };
   plugins: string[];
@@ -128,9 +150,9 @@ interface RawConfig {
 }
 
 export interface ServerConfig {
-  server: { host: string; port: number; base_url: string; max_body_bytes: number; trust_proxy: boolean; cors: { origins: string[] } };
+  server: { host: string; port: number; base_url: string; max_body_bytes: number; trust_proxy: boolean; workers: number; cors: { origins: string[] } };
   db: { client: 'sqlite' | 'mysql'; filename: string; url: string };
-  sessions: { idle_timeout_ms: number; absolute_lifetime_ms: number; max_per_user: number; persist: boolean };
+  sessions: { idle_timeout_ms: number; absolute_lifetime_ms: number; max_per_user: number; cache_ttl_ms: number; persist: boolean };
   auth: { admin_power: number; login_max_failures: number; login_window_ms: number };
   toolkits: { dir: string; watch: boolean; settle_ms: number; rescan_interval_ms: number; max_file_bytes: number };
   plugins: string[];
@@ -185,12 +207,17 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
 
 function normalise(raw: RawConfig, cwd: string): ServerConfig {
   return {
-    server: { ...raw.server, cors: { origins: [...raw.server.cors.origins] } },
+    server: {
+      ...raw.server,
+      workers: raw.server.workers === 'auto' ? availableParallelism() : raw.server.workers,
+      cors: { origins: [...raw.server.cors.origins] },
+    },
     db: { client: raw.db.client as 'sqlite' | 'mysql', filename: path.resolve(cwd, raw.db.filename), url: raw.db.url },
     sessions: {
       idle_timeout_ms: parseDuration(raw.sessions.idle_timeout),
       absolute_lifetime_ms: parseDuration(raw.sessions.absolute_lifetime),
       max_per_user: raw.sessions.max_per_user,
+      cache_ttl_ms: parseDuration(raw.sessions.cache_ttl),
       persist: raw.sessions.persist,
     },
     auth: {

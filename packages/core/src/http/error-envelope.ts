@@ -21,7 +21,8 @@ export function errorEnvelope(log: Logger): GatewayMiddleware {
 
 function logError(log: Logger, ctx: GatewayContext, error: GatewayErrorShape, thrown: unknown): void {
   const fields = { request_id: ctx.state.requestId, path: ctx.path, status: error.status, code: error.code };
-  if (error.status >= 500) log.error('request failed', { ...fields, err: error.cause ?? thrown });
+  // 503 busy is load shedding, answered on purpose and counted where it happens: not an error line each.
+  if (error.status >= 500 && error.code !== 'busy') log.error('request failed', { ...fields, err: error.cause ?? thrown });
   else if (error.cause !== undefined) log.warn('request refused', { ...fields, err: error.cause });
   else log.debug('request refused', fields);
 }

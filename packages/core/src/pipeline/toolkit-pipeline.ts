@@ -31,7 +31,7 @@ export interface PipelineServices {
 /** Every toolkit request, in order: 401 first, then the seed's nine steps. Reading this list is reading the flow. */
 export function toolkitPipeline(s: PipelineServices): GatewayMiddleware[] {
   return [
-    authenticate(s.sessions, s.users, { countsAsUse: true }),
+    authenticate(s.sessions, { countsAsUse: true }),
     toolkitStep(s.registry), //          1. toolkit exists and is enabled       404 toolkit_not_found
     routeStep(s.config.server.base_url, s.registry.lifetimes), // 2. endpoint path and method   404 endpoint_not_found, 405
     permissionStep, //                   3. caller's power >= min_power         403 forbidden

@@ -1,26 +1,25 @@
-/** One live session, in memory. Times are epoch milliseconds. */
+/** One session as the database holds it. Times are epoch milliseconds. */
 export interface Session {
   readonly tokenHash: string;
   readonly userId: number;
   readonly createdAt: number;
-  /** Orders logins of the same millisecond, so eviction is exactly oldest-first. */
-  readonly loginSeq: number;
-  lastUsedAt: number;
-  /** The last-use time the database holds; it may lag lastUsedAt by a tenth of the idle timeout. */
-  persistedLastUsedAt: number;
+  /** The last use stored (it may lag the real last use by a tenth of the idle timeout). */
+  readonly lastUsedAt: number;
+  /** The stored expiry: the earlier of last use + idle timeout and creation + absolute lifetime. */
+  readonly expiresAt: number;
 }
 
 export interface SessionPolicy {
   idleTimeoutMs: number;
   absoluteLifetimeMs: number;
   maxPerUser: number;
+  /** How long this process may trust what it read about a session and its user (0: not at all). */
+  cacheTtlMs: number;
 }
 
-export function expiresAt(session: Session, policy: SessionPolicy): number {
-  return Math.min(session.lastUsedAt + policy.idleTimeoutMs, session.createdAt + policy.absoluteLifetimeMs);
+export function expiryOf(policy: SessionPolicy, createdAt: number, lastUsedAt: number): number {
+  return Math.min(lastUsedAt + policy.idleTimeoutMs, createdAt + policy.absoluteLifetimeMs);
 }
 
-/** Creation order: older first; same millisecond falls back to the login sequence. */
-export function byCreation(a: Session, b: Session): number {
-  return a.createdAt - b.createdAt || a.loginSeq - b.loginSeq;
-}
+/** The first characters of a token hash: enough to follow a session through the log, never enough to use it. */
+export const hashPrefix = (tokenHash: string): string => tokenHash.slice(0, 8);

@@ -30,7 +30,7 @@ const callerColumns = [
   'users.sessions_revoked_at',
 ];
 
-function toCaller(row: Record<string, unknown>): CallerRecord {
+export function toCaller(row: Record<string, unknown>): CallerRecord {
   return {
     id: Number(row.id),
     username: String(row.username),
@@ -66,12 +66,13 @@ export class UserDirectory {
       .leftJoin('core_groups', 'core_groups.id', 'users.core_group_id')
       .where('users.username', username)
       .first(callerColumns);
-    return row ? toCaller(row) : undefined;
+    return row && row.username === username ? toCaller(row) : undefined;
   }
 
   async findForLogin(username: string): Promise<LoginRecord | undefined> {
     const row = await this.db('users').where({ username }).first('id', 'username', 'password_hash', 'power', 'disabled');
-    if (!row) return undefined;
+    // Byte for byte, whatever the column's collation (a PAD SPACE one finds "alice" for "alice   ").
+    if (!row || row.username !== username) return undefined;
     return {
       id: Number(row.id),
       username: String(row.username),

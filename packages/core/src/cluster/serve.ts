@@ -1,0 +1,122 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { ServerConfig } from '../config/server-config.js';
+import { openDatabase } from '../db/connect.js';
+import { migrateWithPlugins } from '../db/migrate.js';
+import { announceSessions, startGateway } from '../gateway.js';
+import type { Logger } from '../log.js';
+import { tagged } from './worker-log.js';
+
+/** What `tkgate start` runs until a signal: one gateway, or a primary with its workers. */
+export interface Serving {
+  readonly url: string;
+  readonly port: number;
+  /** Drains everything (every worker) and resolves once it is all closed. */
+  stop(): Promise<void>;
+}
+
+const SLOT_ENV = 'TKGATE_WORKER_SLOT';
+const LISTENING = 'tkgate:listening';
+/** A worker that dies this soon after its start is replaced only after a pause, so a crash loop does not spin. */
+const QUICK_DEATH_MS = 5_000;
+const RESTART_PAUSE_MS = 1_000;
+
+interface ListeningMessage {
+  type: typeof LISTENING;
+  port: number;
+  url: string;
+  toolkits: string[];
+}
+
+/**
+ * `server.workers` (SPEC section 8): with more than one, this process becomes the primary of a node:cluster
+ * that forks the workers; each worker runs a whole gateway (its own database pool, plugins, spawn helpers,
+ * toolkit watcher) on the shared port. Everything they share lives in the database.
+ */
+export function serve(config: ServerConfig, log: Logger): Promise<Serving> {
+  if (cluster.isWorker) return serveAsWorker(config, log);
+  if (config.server.workers > 1) return serveAsPrimary(config, log);
+  return startGateway(config, log);
+}
+
+async function serveAsWorker(config: ServerConfig, log: Logger): Promise<Serving> {
+  const slot = Number(process.env[SLOT_ENV] ?? 0);
+  const gateway = await startGateway(config, tagged(log, { worker: slot + 1 }), { worker: { id: slot + 1, first: slot === 0 } });
+  const message: ListeningMessage = { type: LISTENING, port: gateway.port, url: gateway.url, toolkits: [...gateway.toolkits.snapshot.keys()] };
+  process.send!(message);
+  return {
+    url: gateway.url,
+    port: gateway.port,
+    // The IPC channel to the primary would keep this process alive once drained.
+    stop: () => gateway.stop().finally(() => cluster.worker?.disconnect()),
+  };
+}
+
+/** Migrations (core's and the plugins') and the start-up session work run once, here, before any worker starts. */
+async function prepareDatabase(config: ServerConfig, log: Logger): Promise<void> {
+  const db = openDatabase(config.db);
+  try {
+    const applied = await migrateWithPlugins(db, config.plugins);
+    if (applied.length > 0) log.info('database migrated', { applied });
+    await announceSessions(db, config, log);
+  } finally {
+    await db.destroy();
+  }
+}
+
+async function serveAsPrimary(config: ServerConfig, log: Logger): Promise<Serving> {
+  await prepareDatabase(config, log);
+  const count = config.server.workers;
+  const workers = new Map<number, Worker>();
+  let stopping = false;
+
+  const fork = (slot: number): Promise<ListeningMessage> => {
+    const worker = cluster.fork({ [SLOT_ENV]: String(slot) });
+    const startedAt = Date.now();
+    let listened = false;
+    workers.set(slot, worker);
+    worker.once('exit', (code, signal) => {
+      if (workers.get(slot) === worker) workers.delete(slot);
+      if (stopping || !listened) return;
+      const pause = Date.now() - startedAt < QUICK_DEATH_MS ? RESTART_PAUSE_MS : 0;
+      log.warn('worker died; starting another', { worker: slot + 1, pid: worker.process.pid, code, signal });
+      setTimeout(() => replace(slot), pause).unref();
+    });
+    return new Promise((resolve, reject) => {
+      worker.on('message', (message: ListeningMessage) => {
+        if (message?.type !== LISTENING) return;
+        listened = true;
+        resolve(message);
+      });
+      worker.once('exit', (code, signal) => reject(new Error(`worker ${slot + 1} exited (${code ?? signal}) before listening`)));
+    });
+  };
+
+  const replace = (slot: number): void => {
+    if (stopping) return;
+    fork(slot).then(
+      () => log.info('worker replaced', { worker: slot + 1, pid: workers.get(slot)?.process.pid }),
+      (err: Error) => stopping || log.error('worker replacement failed', { worker: slot + 1, reason: err.message }),
+    );
+  };
+
+  const stop = async (): Promise<void> => {
+    stopping = true;
+    const exits = [...workers.values()].map((worker) => new Promise<void>((resolve) => {
+      if (worker.isDead()) return resolve();
+      worker.once('exit', () => resolve());
+      worker.process.kill('SIGTERM');
+    }));
+    await Promise.all(exits);
+    log.info('stopped', { workers: count });
+  };
+
+  let first: ListeningMessage;
+  try {
+    [first] = (await Promise.all(Array.from({ length: count }, (_, slot) => fork(slot)))) as [ListeningMessage];
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  log.info('listening', { host: config.server.host, port: first.port, url: first.url, workers: count, toolkits: first.toolkits });
+  return { url: first.url, port: first.port, stop };
+}
