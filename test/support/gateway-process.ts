@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { stringify as toYaml } from 'yaml';
 import { tempDir, tkgateBin } from './paths.js';
 
 /** A real `tkgate start` child process, with its JSON log lines collected. */
@@ -19,17 +20,20 @@ export interface StartOptions {
   env?: Record<string, string>;
   cwd?: string;
   extraArgs?: string[];
+  /** The configuration file's format (by its extension). */
+  format?: 'json' | 'yaml';
 }
 
-export function writeConfig(config: Record<string, unknown>, dir = tempDir()): string {
-  const file = path.join(dir, 'tkgate.json');
-  writeFileSync(file, JSON.stringify(config, null, 2));
+export function writeConfig(config: Record<string, unknown>, dir = tempDir(), format: 'json' | 'yaml' = 'json'): string {
+  const file = path.join(dir, `tkgate.${format}`);
+  writeFileSync(file, format === 'yaml' ? toYaml(config) : JSON.stringify(config, null, 2));
   return file;
 }
 
-export function startGateway({ config, env = {}, cwd, extraArgs = [] }: StartOptions): Promise<GatewayProcess> {
+export function startGateway({ config, env = {}, cwd, extraArgs = [], format }: StartOptions): Promise<GatewayProcess> {
   const dir = cwd ?? tempDir();
-  const configFile = writeConfig({ server: { port: 0 }, toolkits: { watch: false }, ...config }, dir);
+  // metrics.port 0: parallel test runs must never collide on the metrics listener's default port.
+  const configFile = writeConfig({ server: { port: 0 }, toolkits: { watch: false }, metrics: { port: 0 }, ...config }, dir, format);
   const child = spawn(process.execPath, [tkgateBin, 'start', '--config', configFile, ...extraArgs], {
     cwd: dir,
     env: { ...process.env, ...env },
