@@ -7,11 +7,16 @@ import { openDatabase } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { openPreparedReads } from './db/prepared-reads.js';
 import type { Logger } from './log.js';
+import { answerPrimaryScrapes } from './ops/cluster-metrics.js';
+import type { ReadinessState } from './ops/health.js';
+import { createMetrics } from './ops/metrics.js';
+import { registrySource, serveMetrics } from './ops/metrics-server.js';
 import { loadPlugins } from './plugins/plugin-loader.js';
 import { SessionPersistence } from './sessions/session-persistence.js';
 import { SessionStore } from './sessions/session-store.js';
+import { requireToolkitDirectory } from './toolkits/check-directory.js';
 import { describeProblem } from './toolkits/config-issues.js';
-import { ToolkitRegistry } from './toolkits/toolkit-registry.js';
+import { ToolkitRegistry, type ReloadOutcome } from './toolkits/toolkit-registry.js';
 import { watchToolkits } from './toolkits/toolkit-watcher.js';
 import { UserDirectory } from './users/user-directory.js';
 
@@ -20,8 +25,27 @@ export interface RunningGateway {
   readonly port: number;
   readonly sessions: SessionStore;
   readonly toolkits: ToolkitRegistry;
-  /** Stops accepting, lets in-flight requests finish, flushes session writes, closes the database. */
+  /** Rescans the toolkit files as the watcher would (SIGHUP) and logs the result. */
+  rescan(reason: string): Promise<ReloadOutcome>;
+  /** /readyz turns 503, then (after server.shutdown_delay) stops accepting, lets in-flight requests finish, flushes session writes, closes the database. */
   stop(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  /** tkgate's version, for the start-up line. */
+  version?: string;
+  /** Aborted (SIGTERM or SIGINT during start-up): what was started is undone and the start rejects with StartCancelled. */
+  signal?: AbortSignal;
+  /**
+   * `worker` in a node:cluster worker (server.workers > 1): the primary serves the metrics listener and
+   * reads this process's metrics through prom-client's AggregatorRegistry (ops/cluster-metrics.ts).
+   */
+  role?: 'single' | 'worker';
+}
+
+/** The start was cancelled by a signal before the gateway served. */
+export class StartCancelled extends Error {
+  override name = 'StartCancelled';
 }
 
 /** How long a graceful stop waits for in-flight requests before cutting connections. */
@@ -31,31 +55,61 @@ const DRAIN_TIMEOUT_MS = 10_000;
 type Cleanup = () => Promise<void> | void;
 
 /**
- * Boots everything in order: database and migrations, plugins, toolkits (a broken file refuses the
- * start), sessions, the app, then the listener.
+ * How a start is cancelled: `checkpoint()` between steps; `database(work)` resolves with a database
+ * step's result or rejects as soon as the signal aborts (a connect to a hanging server included), as
+ * closing the database fails that step anyway.
  */
-export async function startGateway(config: ServerConfig, log: Logger): Promise<RunningGateway> {
+function cancellation(signal: AbortSignal | undefined) {
+  const cancelled = new Promise<never>((_, reject) => {
+    if (!signal) return;
+    const cancel = () => reject(new StartCancelled('start cancelled'));
+    if (signal.aborted) cancel();
+    else signal.addEventListener('abort', cancel, { once: true });
+  });
+  cancelled.catch(() => undefined);
+  return {
+    checkpoint: () => {
+      if (signal?.aborted) throw new StartCancelled('start cancelled');
+    },
+    database: <T>(work: Promise<T>) => Promise.race([work, cancelled]),
+  };
+}
+
+/**
+ * Boots everything in order: database and migrations, plugins, toolkits (a broken file or a missing
+ * directory refuses the start), sessions, the app, the listener, then the metrics listener.
+ */
+export async function startGateway(config: ServerConfig, log: Logger, options: GatewayOptions = {}): Promise<RunningGateway> {
+  const { checkpoint, database } = cancellation(options.signal);
   const cleanups: Cleanup[] = [];
   const undo = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   };
+  log.info('starting', { version: options.version, config: config.file ?? 'none', database: describeDatabase(config.db) });
+  requireToolkitDirectory(config.toolkits.dir);
+  const metrics = createMetrics(config.metrics.enabled);
+  const readiness: ReadinessState = { toolkitsLoaded: false, draining: false };
   const db = openDatabase(config.db);
   cleanups.push(() => db.destroy());
   try {
-    const applied = await migrateToLatest(db).catch((err: Error) => {
-      throw new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
+    const applied = await database(migrateToLatest(db)).catch((err: Error) => {
+      throw err instanceof StartCancelled ? err : new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
     });
     if (applied.length > 0) log.info('database migrated', { applied });
 
     const reads = openPreparedReads(db, config.db);
     cleanups.push(() => reads.close());
-    const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options });
+    const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options, metrics });
     cleanups.push(() => plugins.close());
-    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, log);
-    const { problems } = await toolkits.reload();
+    checkpoint();
+    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, log, (outcome) => {
+      if (readiness.toolkitsLoaded) metrics.reload(outcome.problems.length > 0 ? 'refused' : 'applied');
+    });
+    const { problems } = await database(toolkits.reload());
     if (problems.length > 0) {
       throw new ConfigError(`${problems.length} problem(s) in toolkit files: ${problems.map(describeProblem).join('; ')}`);
     }
+    readiness.toolkitsLoaded = true;
     if (config.toolkits.watch) {
       const watcher = watchToolkits(config.toolkits.dir, toolkits, log);
       cleanups.push(() => watcher.close());
@@ -67,29 +121,58 @@ export async function startGateway(config: ServerConfig, log: Logger): Promise<R
       maxPerUser: config.sessions.max_per_user,
     };
     const sessions = new SessionStore(policy, config.sessions.persist ? new SessionPersistence(db, policy) : undefined, log);
-    const loaded = await sessions.load();
+    const loaded = await database(sessions.load());
     if (config.sessions.persist) log.info('sessions loaded', { count: loaded });
     cleanups.push(() => sessions.flush());
+    metrics.sessions(() => sessions.size);
 
     const limiter = new LoginLimiter(config.auth.login_max_failures, config.auth.login_window_ms);
     const housekeeping = startHousekeeping(sessions, limiter, config, log);
     cleanups.push(() => clearInterval(housekeeping));
 
-    const app = createApp({ config, db, reads, sessions, users: new UserDirectory(db, reads), limiter, registry: toolkits, log });
+    const users = new UserDirectory(db, reads);
+    const app = createApp({ config, db, reads, sessions, users, limiter, registry: toolkits, log, metrics, readiness });
     const server = createServer(app.callback());
     await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));
+    checkpoint();
+
+    if (metrics.registry && options.role === 'worker') answerPrimaryScrapes(metrics.registry);
+    else if (metrics.registry) {
+      const listener = await serveMetrics(registrySource(metrics.registry), config.metrics.host, config.metrics.port, log);
+      cleanups.push(() => listener.close());
+      checkpoint();
+    }
 
     const port = (server.address() as AddressInfo).port;
     const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
     const url = `http://${host}:${port}${config.server.base_url}`;
-    log.info('listening', { host: config.server.host, port, url, toolkits: [...toolkits.snapshot.keys()] });
+    log.info('listening', {
+      version: options.version,
+      config: config.file ?? 'none',
+      database: describeDatabase(config.db),
+      toolkits_dir: config.toolkits.dir,
+      toolkits: [...toolkits.snapshot.keys()],
+      host: config.server.host,
+      port,
+      url,
+    });
     return {
       url,
       port,
       sessions,
       toolkits,
+      rescan: async (reason) => {
+        const outcome = await toolkits.reload();
+        log.info('toolkits rescanned', { reason, toolkits: [...outcome.snapshot.keys()], problems: outcome.problems.length });
+        return outcome;
+      },
       stop: async () => {
+        readiness.draining = true;
+        if (config.server.shutdown_delay_ms > 0) {
+          log.info('draining', { delay_ms: config.server.shutdown_delay_ms });
+          await new Promise((resolve) => setTimeout(resolve, config.server.shutdown_delay_ms));
+        }
         await undo();
         log.info('stopped');
       },
@@ -101,10 +184,15 @@ export async function startGateway(config: ServerConfig, log: Logger): Promise<R
 }
 
 /** Where the database is, without its password. */
-function describeDatabase(db: ServerConfig['db']): string {
-  if (db.client === 'sqlite') return db.filename;
-  const url = new URL(db.url);
-  return `${url.hostname}:${url.port || 3306}${url.pathname}`;
+export function describeDatabase(db: ServerConfig['db']): string {
+  if (db.client === 'sqlite') return `sqlite:${db.filename}`;
+  try {
+    const url = new URL(db.url);
+    const user = url.username ? `${decodeURIComponent(url.username)}@` : '';
+    return `mysql://${user}${url.hostname}:${url.port || 3306}${url.pathname}`;
+  } catch {
+    return 'mysql (db.url is not a valid URL)';
+  }
 }
 
 function listen(server: Server, host: string, port: number): Promise<void> {

@@ -16,6 +16,11 @@ export class AdmissionGate {
     private readonly maxQueue: number,
   ) {}
 
+  /** Holders right now (running commands, for the global gate). */
+  get running(): number {
+    return this.active;
+  }
+
   async enter(signal: AbortSignal): Promise<() => void> {
     if (this.active < this.limit) {
       this.active++;

@@ -13,8 +13,10 @@ const plugin: TkgatePlugin = {
     api.onClose(() => pool.close());
     /** One gate per live endpoint version; a reload starts a fresh one, the old goes with its last request. */
     const perEndpoint = new WeakMap<object, AdmissionGate>();
+    const globalGate = new AdmissionGate(parsed.max_processes, parsed.max_queue);
+    api.metrics.gauge('tkgate_exec_running', 'Commands of exec endpoints running now', () => globalGate.running);
     const services: ExecServices = {
-      globalGate: new AdmissionGate(parsed.max_processes, parsed.max_queue),
+      globalGate,
       endpointGate(key, config) {
         let gate = perEndpoint.get(key);
         if (!gate) perEndpoint.set(key, (gate = new AdmissionGate(config.max_concurrency, config.max_queue)));

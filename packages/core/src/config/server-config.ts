@@ -24,6 +24,7 @@ const declaration = {
     }),
     max_body_bytes: integer(1_048_576, { doc: 'hard cap for any request body' }, positive),
     trust_proxy: flag(false, { doc: 'take the client address from X-Forwarded-For', env: 'TKGATE_TRUST_PROXY' }),
+    shutdown_delay: duration('0s', { doc: 'on SIGTERM, serve on this long with /readyz 503 before closing, so load balancers stop first' }),
     workers: processCount(1, { doc: 'worker processes serving one port, or "auto" for one per core', env: 'TKGATE_WORKERS' }),
     cors: {
       origins: stringList([], { doc: 'origins allowed by CORS (exact, or ["*"]); [] = no CORS headers' }, 'must be a list of origins'),

@@ -2,6 +2,7 @@ import type { Database } from '../db/connect.js';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
 import type { Logger } from '../log.js';
+import type { GatewayMetrics } from '../ops/metrics.js';
 import { StreamedResponse, type EndpointCall } from '../plugins/plugin-api.js';
 
 /** Request headers a plugin never sees: credentials of the client, and hop-by-hop headers. */
@@ -55,9 +56,16 @@ function endpointCall(ctx: GatewayContext, db: Database, log: Logger): EndpointC
  * Step 9: the endpoint type's plugin runs the request. Data goes out in the success envelope; a
  * StreamedResponse goes out as its own bytes and headers; a thrown GatewayError keeps its status and code.
  */
-export function executeStep(db: Database, log: Logger): GatewayMiddleware {
+export function executeStep(db: Database, log: Logger, metrics: GatewayMetrics): GatewayMiddleware {
   return async (ctx) => {
-    const result = await ctx.state.endpoint!.type.execute(endpointCall(ctx, db, log));
+    const endpoint = ctx.state.endpoint!;
+    const started = performance.now();
+    let result: unknown;
+    try {
+      result = await endpoint.type.execute(endpointCall(ctx, db, log));
+    } finally {
+      metrics.upstream(endpoint.toolkit, endpoint.path, (performance.now() - started) / 1000);
+    }
     if (result instanceof StreamedResponse) {
       ctx.status = result.status;
       for (const [name, value] of Object.entries(result.headers)) ctx.set(name, value);

@@ -7,6 +7,7 @@ import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import type { Logger } from '../log.js';
+import type { PluginMetrics } from '../ops/metrics.js';
 import type { DatabaseSchema } from '../toolkits/database-schema.js';
 
 /** Bumped on any incompatible change of this file. A plugin states the version it was written for. */
@@ -37,6 +38,8 @@ export interface PluginApi {
    * the i-th value given to `all`, and returns a knex select. Use it for reads on the request path.
    */
   prepareRead: PreparedReads['prepare'];
+  /** Metrics of the plugin's own, served with the gateway's (no-ops when metrics.enabled is false). */
+  readonly metrics: PluginMetrics;
   /** Called once when the gateway stops, after in-flight requests have finished. */
   onClose(cleanup: () => void | Promise<void>): void;
 }

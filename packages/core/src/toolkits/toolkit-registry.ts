@@ -33,6 +33,8 @@ export class ToolkitRegistry {
     private readonly db: Database,
     private readonly types: EndpointTypes,
     private readonly log: Logger,
+    /** Told the outcome of every reload (metrics). */
+    private readonly onReload: (outcome: ReloadOutcome) => void = () => undefined,
   ) {}
 
   get snapshot(): ToolkitSnapshot {
@@ -76,6 +78,7 @@ export class ToolkitRegistry {
     this.logChanges(this.current, next, problems);
     this.current = next;
     this.lastGood = new Map([...owners.values()].map((file) => [file, candidates.get(file)!]));
+    this.onReload({ snapshot: next, problems });
     return { snapshot: next, problems };
   }
 
