@@ -33,7 +33,9 @@ export function writeConfig(config: Record<string, unknown>, dir = tempDir(), fo
 export function startGateway({ config, env = {}, cwd, extraArgs = [], format }: StartOptions): Promise<GatewayProcess> {
   const dir = cwd ?? tempDir();
   // metrics.port 0: parallel test runs must never collide on the metrics listener's default port.
-  const configFile = writeConfig({ server: { port: 0 }, toolkits: { watch: false }, metrics: { port: 0 }, ...config }, dir, format);
+  // An empty toolkits.dir of its own: a directory that does not exist stops the start.
+  const defaults = { server: { port: 0 }, toolkits: { dir: tempDir('tkgate-toolkits-'), watch: false }, metrics: { port: 0 } };
+  const configFile = writeConfig({ ...defaults, ...config }, dir, format);
   const child = spawn(process.execPath, [tkgateBin, 'start', '--config', configFile, ...extraArgs], {
     cwd: dir,
     env: { ...process.env, ...env },

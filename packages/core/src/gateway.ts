@@ -152,7 +152,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
       config: config.file ?? 'none',
       database: describeDatabase(config.db),
       toolkits_dir: config.toolkits.dir,
-      toolkits: [...toolkits.snapshot.keys()],
+      toolkits: [...toolkits.snapshot.keys()].sort(),
       host: config.server.host,
       port,
       url,
@@ -164,7 +164,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
       toolkits,
       rescan: async (reason) => {
         const outcome = await toolkits.reload();
-        log.info('toolkits rescanned', { reason, toolkits: [...outcome.snapshot.keys()], problems: outcome.problems.length });
+        log.info('toolkits rescanned', { reason, toolkits: [...outcome.snapshot.keys()].sort(), problems: outcome.problems.length });
         return outcome;
       },
       stop: async () => {
