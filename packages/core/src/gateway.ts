@@ -51,6 +51,18 @@ export class StartCancelled extends Error {
 /** How long a graceful stop waits for in-flight requests before cutting connections. */
 const DRAIN_TIMEOUT_MS = 10_000;
 
+/** How long a stop waits for the database connections to close (a database that hangs must not hang the stop). */
+const DATABASE_CLOSE_MS = 2_000;
+
+/** Waits for `work`, at most `ms`; `late` is told when it gave up. */
+async function settleWithin(work: Promise<unknown>, ms: number, late: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+  const outcome = await Promise.race([work.then(() => 'done', () => 'done'), deadline]);
+  clearTimeout(timer);
+  if (outcome === 'late') late();
+}
+
 /** Work to undo at stop, in reverse order of start. */
 type Cleanup = () => Promise<void> | void;
 
@@ -90,7 +102,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
   const metrics = createMetrics(config.metrics.enabled);
   const readiness: ReadinessState = { toolkitsLoaded: false, draining: false };
   const db = openDatabase(config.db);
-  cleanups.push(() => db.destroy());
+  cleanups.push(() => settleWithin(db.destroy(), DATABASE_CLOSE_MS, () => log.warn('the database did not close in time')));
   try {
     const applied = await database(migrateToLatest(db)).catch((err: Error) => {
       throw err instanceof StartCancelled ? err : new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });

@@ -67,7 +67,9 @@ export const start: Command = {
     } catch (err) {
       if (err instanceof StartCancelled) {
         log.info('stopped during start-up', { signal: signals.signalName() });
-        return 0;
+        // Everything started is closed; only a connect to a database that never answers may be left,
+        // and it would hold the process until its own timeout.
+        process.exit(0);
       }
       throw err instanceof ConfigError ? err : new Error(`cannot start: ${(err as Error).message}`);
     }
