@@ -22,6 +22,8 @@ export interface StartOptions {
   extraArgs?: string[];
   /** The configuration file's format (by its extension). */
   format?: 'json' | 'yaml';
+  /** Another script and its arguments instead of `tkgate start --config <the written file>` (which is then not written). */
+  command?: string[];
 }
 
 export function writeConfig(config: Record<string, unknown>, dir = tempDir(), format: 'json' | 'yaml' = 'json'): string {
@@ -30,13 +32,13 @@ export function writeConfig(config: Record<string, unknown>, dir = tempDir(), fo
   return file;
 }
 
-export function startGateway({ config, env = {}, cwd, extraArgs = [], format }: StartOptions): Promise<GatewayProcess> {
+export function startGateway({ config, env = {}, cwd, extraArgs = [], format, command }: StartOptions): Promise<GatewayProcess> {
   const dir = cwd ?? tempDir();
   // metrics.port 0: parallel test runs must never collide on the metrics listener's default port.
   // An empty toolkits.dir of its own: a directory that does not exist stops the start.
   const defaults = { server: { port: 0 }, toolkits: { dir: tempDir('tkgate-toolkits-'), watch: false }, metrics: { port: 0 } };
-  const configFile = writeConfig({ ...defaults, ...config }, dir, format);
-  const child = spawn(process.execPath, [tkgateBin, 'start', '--config', configFile, ...extraArgs], {
+  const args = command ?? [tkgateBin, 'start', '--config', writeConfig({ ...defaults, ...config }, dir, format), ...extraArgs];
+  const child = spawn(process.execPath, args, {
     cwd: dir,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -61,6 +63,7 @@ export function startGateway({ config, env = {}, cwd, extraArgs = [], format }: 
       pending = lines.pop()!;
       for (const line of lines) {
         if (!line.trim()) continue;
+        if (!line.startsWith('{')) continue; // a command's own output before the gateway starts (example setup)
         const record = JSON.parse(line) as Record<string, unknown>;
         logs.push(record);
         if (record.msg === 'listening') {
