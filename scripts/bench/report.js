@@ -1,42 +1,51 @@
-// The bench's table: printed, and written as JSON and Markdown.
+// The bench's tables: printed, and written as JSON and Markdown. One table per scenario: a row per
+// target (tkgate first, then baselines and peers), medians of the rounds with the req/s range, then the
+// scenario's goals with the ratio reached.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const cell = (value, digits = 1) => (value === null || value === undefined || Number.isNaN(value) ? '-' : typeof value === 'number' ? value.toFixed(digits) : String(value));
 
-function rows(report) {
-  return report.results.map((r) => [
-    r.scenario,
-    cell(r.target.rps, 0),
-    cell(r.target.p50),
-    cell(r.target.p99),
-    cell(r.target.peak_rss_mb),
-    r.target.non2xx === undefined || r.target.non2xx === null ? '-' : String(r.target.non2xx + r.target.errors),
-    r.baseline ? r.baseline.name : '-',
-    cell(r.baseline?.rps, 0),
-    cell(r.baseline?.p99),
-    r.ratio === null ? '-' : `${r.ratio.toFixed(2)}x`,
-    r.goal ?? '-',
-    r.met === null ? '-' : r.met ? 'yes' : 'NO',
-  ]);
+const HEADER = ['scenario', 'target', 'req/s', 'range', 'p50 ms', 'p99 ms', 'CPU µs/req', 'failed', 'disturbed'];
+
+function tableRows(report) {
+  return report.results.flatMap((result) =>
+    result.rows.map((row, i) => [
+      i === 0 ? result.scenario : '',
+      row.name,
+      cell(row.rps, 0),
+      row.rps_min === undefined || row.rps_min === null ? '-' : `${cell(row.rps_min, 0)}-${cell(row.rps_max, 0)}`,
+      cell(row.p50),
+      cell(row.p99),
+      cell(row.cpu_us_per_req, 0),
+      row.non2xx === undefined ? '-' : String(row.non2xx + row.errors),
+      row.rounds ? `${row.disturbed_rounds}/${row.rounds}${row.repeated_windows ? ` (${row.repeated_windows} re-measured)` : ''}` : '-',
+    ]),
+  );
 }
 
-const HEADER = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'peak RSS MB', 'failed', 'baseline', 'baseline req/s', 'baseline p99', 'ratio', 'target', 'met'];
+function goalLines(report) {
+  return report.results.flatMap((result) =>
+    result.goals.map((goal) => `${result.scenario}: ${goal.goal}: ${goal.ratio === null ? '' : `${goal.ratio.toFixed(2)}x, `}${goal.met === null ? 'not judged' : goal.met ? 'met' : 'MISSED'}`),
+  );
+}
 
 function notes(report) {
-  const memory = report.results.find((r) => r.rss_delta_mb !== undefined);
-  const storm = report.results.find((r) => r.status_during);
+  const memory = report.results.find((r) => r.rows[0]?.rss_delta_mb !== undefined)?.rows[0];
+  const storm = report.results.find((r) => r.scenario.startsWith('6.'));
   const lines = [];
-  if (memory) lines.push(`Memory: ${memory.rss_empty_mb} MB RSS with no sessions, ${memory.target.peak_rss_mb} MB with ${memory.scenario.split(': ')[1]} (+${memory.rss_delta_mb} MB), each the lowest reading over ${report.plan.settleMs / 1000} s idle (V8 shrinks its heap about 15 s after start); ${memory.rss_just_loaded_mb} MB right after loading them.`);
-  if (storm) lines.push(`Login storm: ${cell(storm.target.rps, 0)} logins/s; status p99 ${cell(storm.status_during.p99)} ms at 200 req/s meanwhile.`);
+  if (memory) lines.push(`Memory: ${memory.rss_empty_mb} MB RSS with no sessions, ${memory.peak_rss_mb} MB with the sessions in the database (+${memory.rss_delta_mb} MB), each the lowest reading over ${report.plan.settleMs / 1000} s idle; ${memory.rss_just_loaded_mb} MB right after start.`);
+  if (storm) lines.push(`Login storm: ${cell(storm.rows[0].rps, 0)} logins/s; status p99 ${cell(storm.rows[1].p99)} ms at 200 req/s meanwhile.`);
+  lines.push('Disturbed: rounds in which processes outside the bench used more than 10% of a core (the window was measured again, the calmest kept).');
   return lines;
 }
 
 export function printTable(report) {
-  const table = [HEADER, ...rows(report)];
+  const rows = tableRows(report);
+  const table = [HEADER, ...rows];
   const widths = HEADER.map((_, i) => Math.max(...table.map((row) => row[i].length)));
-  const line = (row) => row.map((c, i) => (i === 0 || i === 6 || i === 10 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  process.stdout.write(`\n${line(HEADER)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows(report).map(line).join('\n')}\n\n${notes(report).join('\n')}\n`);
+  const line = (row) => row.map((c, i) => (i <= 1 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  process.stdout.write(`\n${line(HEADER)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n\n${goalLines(report).join('\n')}\n\n${notes(report).join('\n')}\n`);
 }
 
 export function writeReports(dir, report) {
@@ -44,11 +53,13 @@ export function writeReports(dir, report) {
   const md = [
     `# tkgate bench (${report.mode})`,
     '',
-    `${report.date}; Node ${report.node}; ${report.cores} cores shared by load generator, gateway and upstreams; ${report.load_generator}, ${report.connections} connections; warm-up ${report.plan.warmupS} s, measured ${report.plan.measureS} s per target.`,
+    `${report.date}; Node ${report.node}; ${report.cores} cores shared by the load generator, the gateways and the upstream; ${report.load_generator}, ${report.connections} connections; ${report.plan.rounds} interleaved rounds of ${report.plan.measureS} s per target, medians (req/s range = min-max of the rounds).`,
     '',
     `| ${HEADER.join(' | ')} |`,
     `|${HEADER.map(() => '---').join('|')}|`,
-    ...rows(report).map((row) => `| ${row.join(' | ')} |`),
+    ...tableRows(report).map((row) => `| ${row.join(' | ')} |`),
+    '',
+    ...goalLines(report).map((line) => `- ${line}`),
     '',
     ...notes(report),
     '',

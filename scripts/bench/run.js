@@ -1,40 +1,194 @@
-// npm run bench [-- --quick | --smoke] [--out DIR]: what each part of tkgate costs, against baselines
-// measured in the same run. Full: under 4 minutes; --quick: under a minute; --smoke: seconds (CI).
+// npm run bench [-- --quick | --smoke] [--out DIR]: what each part of tkgate costs, against baselines and
+// peer gateways measured in the same run, interleaved over rounds (scripts/bench/measure.js).
+// Full: under 6 minutes; --quick: under 90 s; --smoke: CI (numbers only, nothing judged).
 // Everything runs on 127.0.0.1 with bounded durations; results go to bench/results/latest.{json,md}.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadGenerator, runLoad } from './load.js';
+import { measureInterleaved } from './measure.js';
+import { ensurePeersInstalled } from './peers.js';
 import { freePort, rssMb, sampleRss, sleep, startProcess } from './processes.js';
+import { printTable, writeReports } from './report.js';
+import { caddyInstalled, startCaddy } from './servers/caddy.js';
 import { nginxInstalled, startNginx } from './servers/nginx.js';
 import { startWebhook, webhookInstalled } from './servers/webhook.js';
+import { clearSessions, insertSessions } from './sessions.js';
 import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
-import { insertSessions, clearSessions } from './sessions.js';
-import { printTable, writeReports } from './report.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
 const mode = process.argv.includes('--smoke') ? 'smoke' : process.argv.includes('--quick') ? 'quick' : 'full';
+/** Seconds are whole (wrk's unit); rewarmS is the warm-up of rounds after the first; retries re-measure disturbed windows. */
 const PLAN = {
-  full: { warmupS: 2, measureS: 8, sessions: 100_000, settleMs: 20_000, stormS: 8 },
-  quick: { warmupS: 1, measureS: 2, sessions: 50_000, settleMs: 3_000, stormS: 2 },
-  smoke: { warmupS: 1, measureS: 1, sessions: 2_000, settleMs: 500, stormS: 1 },
+  full: { rounds: 3, warmupS: 2, rewarmS: 0, measureS: 3, retries: 1, sessions: 100_000, settleMs: 15_000, stormS: 6, extras: true },
+  quick: { rounds: 3, warmupS: 1, rewarmS: 0, measureS: 1, retries: 0, sessions: 50_000, settleMs: 3_000, stormS: 2, extras: false },
+  smoke: { rounds: 1, warmupS: 1, rewarmS: 0, measureS: 1, retries: 0, sessions: 2_000, settleMs: 500, stormS: 1, extras: true },
 }[mode];
-const CONNECTIONS = 50;
+PLAN.connections = 50;
 const outIndex = process.argv.indexOf('--out');
 const outDir = outIndex > 0 ? path.resolve(process.argv[outIndex + 1]) : path.join(root, 'bench/results');
+const log = (text) => process.stderr.write(text);
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tkgate-bench-'));
 const started = [];
 const track = (proc) => (started.push(proc), proc);
+const round = (n, digits = 1) => (Number.isFinite(n) ? Number(n.toFixed(digits)) : null);
 
-/** Warms up, then measures one target; samples `rssPid` (the gateway) for its peak RSS. */
-async function measure(load, rssPid) {
-  await runLoad({ ...load, connections: load.connections ?? CONNECTIONS, durationS: PLAN.warmupS });
-  const stopSampling = rssPid ? sampleRss(rssPid) : undefined;
-  const result = await runLoad({ ...load, connections: load.connections ?? CONNECTIONS, durationS: PLAN.measureS });
-  return { ...result, peak_rss_mb: stopSampling ? round(stopSampling()) : undefined };
+/** A node server of scripts/bench/servers on a free port, ready when it prints `ready`. */
+async function startServer(script, env = {}) {
+  const port = await freePort();
+  const proc = track(await startProcess(process.execPath, [path.join(here, 'servers', script)], { env: { PORT: String(port), ...env }, ready: (l) => l.startsWith('ready'), timeoutMs: 30_000 }));
+  return { ...proc, port, url: `http://127.0.0.1:${port}` };
+}
+
+/** A scenario's goals: a ratio of the target (its first row) to a named row, and the bound it must meet. */
+const goal = (text, against, ratio, met) => ({ text, against, ratio, met });
+const atLeast = (x, against) => goal(`req/s >= ${x}x ${against}`, against, (t, b) => t.rps / b.rps, (r) => r >= x);
+const cpuAtMost = (x, against) => goal(`CPU/req <= ${x}x ${against}`, against, (t, b) => t.cpu_us_per_req / b.cpu_us_per_req, (r) => r <= x);
+const p99AtMost = (x, against) => goal(`p99 <= ${x}x ${against}`, against, (t, b) => t.p99 / b.p99, (r) => r <= x);
+
+async function main() {
+  const results = [];
+  const scenario = async (title, entries, goals = []) => {
+    log(`${title}\n`);
+    const rows = await measureInterleaved(entries.filter(Boolean), PLAN);
+    for (const row of rows) log(`  ${row.name}: ${round(row.rps, 0)} req/s, p99 ${round(row.p99)} ms${row.cpu_us_per_req ? `, ${round(row.cpu_us_per_req, 0)} µs CPU/req` : ''}${row.disturbed_rounds ? ` (${row.disturbed_rounds} disturbed)` : ''}\n`);
+    const target = rows[0];
+    const judged = goals.map(({ text, against, ratio, met }) => {
+      const baseline = rows.find((row) => row.name === against);
+      const reached = baseline ? ratio(target, baseline) : null;
+      return { goal: text, ratio: Number.isFinite(reached) ? round(reached, 2) : null, met: reached !== null && mode !== 'smoke' ? met(reached) : null };
+    });
+    const entry = { scenario: title, rows, goals: judged };
+    results.push(entry);
+    return entry;
+  };
+
+  const peers = ensurePeersInstalled(log);
+  const upstream = await startServer('upstream.js');
+  const koa = await startServer('bare-koa.js');
+  const tinyScript = writeTinyScript(dir);
+  const { config, gotConfig, filename } = await prepareGateway(dir, { upstreamPort: upstream.port, tinyScript });
+  let gateway = track(await startTkgate(config));
+  const token = await login(gateway.base);
+  const auth = { authorization: `Bearer ${token}` };
+  const twoWorkers = PLAN.extras ? track(await startTkgate(config, [], { TKGATE_WORKERS: '2' })) : undefined;
+  const context = JSON.stringify({ user_id: 1, username: 'bench', power: 100, core_group_id: null, core_group_name: null, toolkit_group: null, request_id: '00000000-0000-4000-8000-000000000000', payload: {}, db_context: {} });
+  const fastGateway = peers ? await startServer('fast-gateway.js', { UPSTREAM_PORT: String(upstream.port), TOKEN: token }) : undefined;
+  const tkgate = (name, gw, load) => ({ name, load: { ...load, url: `${gw.base}${load.url}` }, pids: () => [gw.pid] });
+  const server = (name, proc, load) => proc && { name, load: { ...load, url: `${proc.url}${load.url}` }, pids: () => [proc.pid] };
+
+  log(`tkgate bench (${mode}, ${loadGenerator}, ${PLAN.connections} connections, ${cpus().length} cores, ${PLAN.rounds} interleaved rounds)\n`);
+
+  // 1. GET /auth/status with a valid token: vs. bare Koa answering the same JSON, and fast-gateway's Map check.
+  const status = { url: '/auth/status', headers: auth };
+  await scenario(
+    '1. GET /auth/status',
+    [tkgate('tkgate', gateway, status), twoWorkers && tkgate('tkgate, workers: 2', twoWorkers, status), server('bare Koa', koa, { url: '/api/auth/status' }), server('fast-gateway (Map token check)', fastGateway, { url: '/api/auth/status', headers: auth })],
+    [atLeast(0.85, 'bare Koa'), atLeast(1.0, 'fast-gateway (Map token check)')],
+  );
+
+  // 2. An internal endpoint: auth, nine steps, client_filter, one inject_db_context, a pseudo select on SQLite.
+  await scenario('2. internal endpoint', [tkgate('tkgate', gateway, { url: '/tk/app/bench/items?q=disk', headers: auth }), server('bare Koa', koa, { url: '/api/tk/app/bench/items?q=disk' })], [atLeast(0.6, 'bare Koa')]);
+
+  // 3. An http endpoint (JSON) to a raw node:http upstream: vs. the upstream direct, the simplest proxy, and the peers.
+  {
+    const jsonPost = { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"q":"disk"}' };
+    const direct = { method: 'POST', headers: { 'content-type': 'application/json' }, body: context };
+    const koaProxy = await startServer('bare-koa-proxy.js', { UPSTREAM_PORT: String(upstream.port) });
+    const onGot = PLAN.extras && mode === 'full' ? track(await startTkgate(gotConfig)) : undefined;
+    const gotAuth = onGot && { authorization: `Bearer ${await login(onGot.base)}` };
+    const expressGateway = peers ? await startExpressGateway(upstream.port) : undefined;
+    const caddy = caddyInstalled() ? await startPeerServer((port) => startCaddy(dir, port, upstream.port)) : undefined;
+    const nginx = nginxInstalled() ? await startPeerServer((port) => startNginx(path.join(dir, 'nginx'), port, upstream.port)) : undefined;
+    await scenario(
+      '3. http endpoint (JSON)',
+      [
+        tkgate('tkgate', gateway, { url: '/tk/app/bench/json', ...jsonPost }),
+        twoWorkers && tkgate('tkgate, workers: 2', twoWorkers, { url: '/tk/app/bench/json', ...jsonPost }),
+        onGot && tkgate('tkgate on got', onGot, { url: '/tk/app/bench/json', ...jsonPost, headers: { ...jsonPost.headers, ...gotAuth } }),
+        server('upstream direct', upstream, { url: '/json', ...direct }),
+        server('bare Koa + undici proxy (no auth)', koaProxy, { url: '/json', ...direct }),
+        server('fast-gateway (Map token check)', fastGateway, { url: '/json', ...jsonPost }),
+        expressGateway && server('express-gateway (key-auth)', expressGateway, { url: '/json', ...direct, headers: { ...direct.headers, authorization: expressGateway.apiKey } }),
+        server('Caddy reverse_proxy (no auth)', caddy, { url: '/json', ...direct }),
+        server('nginx proxy_pass (no auth)', nginx, { url: '/json', ...direct }),
+      ],
+      [atLeast(1.0, 'fast-gateway (Map token check)'), cpuAtMost(1.5, 'bare Koa + undici proxy (no auth)'), atLeast(0.45, 'upstream direct')],
+    );
+    for (const proc of [koaProxy, onGot, expressGateway, caddy, nginx]) await proc?.stop();
+  }
+  await fastGateway?.stop();
+  await twoWorkers?.stop();
+
+  // 4. An http passthrough of a 1 MB body, vs. the upstream directly.
+  await scenario('4. http passthrough 1 MB', [tkgate('tkgate', gateway, { url: '/tk/app/bench/file', headers: auth, connections: 10 }), server('upstream direct', upstream, { url: '/1mb', connections: 10 })], [atLeast(0.4, 'upstream direct')]);
+
+  // 5. An exec endpoint running a tiny script, vs. adnanh/webhook running the same script.
+  {
+    const webhook = webhookInstalled() ? await startPeerServer((port) => startWebhook(dir, port, tinyScript)) : undefined;
+    await scenario('5. exec endpoint', [tkgate('tkgate', gateway, { url: '/tk/app/bench/tiny', headers: auth }), server('webhook', webhook, { url: '/hooks/tiny' })], [atLeast(0.8, 'webhook'), p99AtMost(2, 'webhook')]);
+    await webhook?.stop();
+  }
+
+  // 6. A login storm (argon2id) while status calls run at a steady rate: the event loop must stay responsive.
+  {
+    log('6. login storm\n');
+    const stopSampling = sampleRss(gateway.pid);
+    const [logins, statusDuring] = await Promise.all([
+      runLoad({ url: `${gateway.base}/auth/login`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(STORM_USER), connections: 16, durationS: PLAN.stormS, force: 'autocannon' }),
+      runLoad({ url: `${gateway.base}/auth/status`, headers: auth, connections: 10, durationS: PLAN.stormS, rate: 200 }),
+    ]);
+    results.push({
+      scenario: '6. login storm',
+      rows: [{ name: 'logins', ...logins, peak_rss_mb: round(stopSampling()) }, { name: 'status at 200 req/s meanwhile', ...statusDuring }],
+      goals: [{ goal: 'status p99 < 20 ms', ratio: null, met: mode === 'smoke' ? null : statusDuring.p99 < 20 }],
+    });
+  }
+
+  // 7. Memory: RSS with 0 and with N live sessions, each after the gateway has settled.
+  {
+    log(`7. memory: ${PLAN.sessions} sessions\n`);
+    await gateway.stop();
+    await clearSessions(filename);
+    gateway = track(await startTkgate(config));
+    const rssEmpty = await settledRss(gateway.pid);
+    await gateway.stop();
+    await insertSessions(filename, PLAN.sessions);
+    gateway = track(await startTkgate(config));
+    const rssLoaded = rssMb(gateway.pid);
+    const rssFull = await settledRss(gateway.pid);
+    await gateway.stop();
+    const perHundredThousand = ((rssFull - rssEmpty) * 100_000) / PLAN.sessions;
+    results.push({
+      scenario: `7. memory: ${PLAN.sessions.toLocaleString('en')} sessions`,
+      rows: [{ name: 'tkgate', peak_rss_mb: round(rssFull), rss_empty_mb: round(rssEmpty), rss_delta_mb: round(rssFull - rssEmpty), rss_just_loaded_mb: round(rssLoaded) }],
+      goals: [{ goal: '< 60 MB for 100k', ratio: null, met: mode === 'smoke' ? null : perHundredThousand < 60 }],
+    });
+  }
+
+  await upstream.stop();
+  await koa.stop();
+  const report = { mode, load_generator: loadGenerator, connections: PLAN.connections, cores: cpus().length, node: process.version, date: new Date().toISOString(), plan: PLAN, results };
+  printTable(report);
+  mkdirSync(outDir, { recursive: true });
+  writeReports(outDir, report);
+  log(`written: ${path.join(outDir, 'latest.json')}, latest.md\n`);
+}
+
+/** A peer started by a function of its port, with the bench's { url, pid, stop } shape. */
+async function startPeerServer(start) {
+  const port = await freePort();
+  const proc = track(await start(port));
+  return { ...proc, port, url: `http://127.0.0.1:${port}` };
+}
+
+async function startExpressGateway(upstreamPort) {
+  const adminPort = await freePort();
+  const eg = await startServer('express-gateway.js', { ADMIN_PORT: String(adminPort), UPSTREAM_PORT: String(upstreamPort), DIR: path.join(dir, 'express-gateway') });
+  return { ...eg, apiKey: eg.line.split(' ').slice(2).join(' ') };
 }
 
 /**
@@ -50,118 +204,12 @@ async function settledRss(pid) {
   return lowest;
 }
 
-const round = (n, digits = 1) => (Number.isFinite(n) ? Number(n.toFixed(digits)) : null);
-
-async function main() {
-  const results = [];
-  const upstreamPort = await freePort();
-  const upstream = track(await startProcess(process.execPath, [path.join(here, 'servers/upstream.js')], { env: { PORT: String(upstreamPort) }, ready: (l) => l.startsWith('ready') }));
-  const koaPort = await freePort();
-  const koa = track(await startProcess(process.execPath, [path.join(here, 'servers/bare-koa.js')], { env: { PORT: String(koaPort) }, ready: (l) => l.startsWith('ready') }));
-  const tinyScript = writeTinyScript(dir);
-  const { config, gotConfig, filename } = await prepareGateway(dir, { upstreamPort, tinyScript });
-  let gateway = track(await startTkgate(config));
-  const token = await login(gateway.base);
-  const auth = { authorization: `Bearer ${token}` };
-  const upstreamUrl = `http://127.0.0.1:${upstreamPort}`;
-  const context = JSON.stringify({ user_id: 1, username: 'bench', power: 100, core_group_id: null, core_group_name: null, toolkit_group: null, request_id: '00000000-0000-4000-8000-000000000000', payload: {}, db_context: {} });
-  const row = (scenario, target, baseline, goal) => {
-    const ratio = baseline?.rps ? round(target.rps / baseline.rps, 2) : null;
-    const entry = { scenario, target, baseline, ratio, goal: goal?.text ?? null, met: goal ? goal.check(target, baseline, ratio) : null };
-    results.push(entry);
-    process.stderr.write(`  ${scenario}: ${round(target.rps, 0)} req/s${baseline ? ` vs ${baseline.name} ${round(baseline.rps, 0)} (${ratio}x)` : ''}\n`);
-    return entry;
-  };
-  const atLeast = (x) => ({ text: `>= ${x}x`, check: (_t, _b, ratio) => ratio !== null && ratio >= x });
-
-  process.stderr.write(`tkgate bench (${mode}, ${loadGenerator}, ${CONNECTIONS} connections, ${cpus().length} cores)\n`);
-
-  // 1. GET /auth/status with a valid token, vs. bare Koa answering the same JSON.
-  row('1. GET /auth/status', await measure({ url: `${gateway.base}/auth/status`, headers: auth }, gateway.pid), { name: 'bare Koa', ...(await measure({ url: `http://127.0.0.1:${koaPort}/api/auth/status` })) }, atLeast(0.85));
-
-  // 2. An internal endpoint: auth, nine steps, client_filter, one inject_db_context, a pseudo select on SQLite.
-  row('2. internal endpoint', await measure({ url: `${gateway.base}/tk/app/bench/items?q=disk`, headers: auth }, gateway.pid), { name: 'bare Koa', ...(await measure({ url: `http://127.0.0.1:${koaPort}/api/tk/app/bench/items?q=disk` })) }, atLeast(0.6));
-
-  // 3. An http endpoint (JSON) to a raw node:http upstream, vs. the upstream directly, and vs. nginx.
-  const jsonPost = { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"q":"disk"}' };
-  const direct = { name: 'upstream direct', ...(await measure({ url: `${upstreamUrl}/json`, method: 'POST', headers: { 'content-type': 'application/json' }, body: context })) };
-  const viaGateway = await measure({ url: `${gateway.base}/tk/app/bench/json`, ...jsonPost }, gateway.pid);
-  row('3. http endpoint (JSON)', viaGateway, direct, atLeast(0.45));
-  {
-    const onGot = track(await startTkgate(gotConfig));
-    const gotToken = await login(onGot.base);
-    const viaGot = await measure({ url: `${onGot.base}/tk/app/bench/json`, ...jsonPost, headers: { ...jsonPost.headers, authorization: `Bearer ${gotToken}` } }, onGot.pid);
-    row('3a. http endpoint on got (reference)', viaGot, direct, null);
-    await onGot.stop();
-  }
-  if (nginxInstalled()) {
-    const nginxPort = await freePort();
-    const nginx = track(await startNginx(path.join(dir, 'nginx'), nginxPort, upstreamPort));
-    const viaNginx = await measure({ url: `http://127.0.0.1:${nginxPort}/json`, method: 'POST', headers: { 'content-type': 'application/json' }, body: context });
-    row('3b. nginx proxy_pass (reference)', viaNginx, direct, null);
-    row('3c. http endpoint vs nginx', viaGateway, { name: 'nginx proxy_pass', ...viaNginx }, null);
-    await nginx.stop();
-  }
-
-  // 4. An http passthrough of a 1 MB body, vs. the upstream directly.
-  row('4. http passthrough 1 MB', await measure({ url: `${gateway.base}/tk/app/bench/file`, headers: auth, connections: 10 }, gateway.pid), { name: 'upstream direct', ...(await measure({ url: `${upstreamUrl}/1mb`, connections: 10 })) }, null);
-
-  // 5. An exec endpoint running a tiny script, vs. adnanh/webhook running the same script.
-  const viaExec = await measure({ url: `${gateway.base}/tk/app/bench/tiny`, headers: auth }, gateway.pid);
-  if (webhookInstalled()) {
-    const webhookPort = await freePort();
-    const webhook = track(await startWebhook(dir, webhookPort, tinyScript));
-    const viaWebhook = { name: 'webhook', ...(await measure({ url: `http://127.0.0.1:${webhookPort}/hooks/tiny` })) };
-    await webhook.stop();
-    row('5. exec endpoint', viaExec, viaWebhook, { text: '>= 1.0x, p99 <= 2x', check: (t, b, ratio) => ratio >= 1 && t.p99 <= 2 * b.p99 });
-  } else {
-    row('5. exec endpoint', viaExec, null, null);
-  }
-
-  // 6. A login storm (argon2id) while status calls run at a steady rate: the event loop must stay responsive.
-  const stopSampling = sampleRss(gateway.pid);
-  const [logins, statusDuring] = await Promise.all([
-    runLoad({ url: `${gateway.base}/auth/login`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(STORM_USER), connections: 16, durationS: PLAN.stormS, force: 'autocannon' }),
-    runLoad({ url: `${gateway.base}/auth/status`, headers: auth, connections: 10, durationS: PLAN.stormS, rate: 200 }),
-  ]);
-  const storm = row('6. login storm: logins', { ...logins, peak_rss_mb: round(stopSampling()) }, null, null);
-  storm.status_during = statusDuring;
-  row('6b. status during the storm', statusDuring, null, { text: 'p99 < 20 ms', check: (t) => t.p99 < 20 });
-
-  // 7. Memory: RSS with 0 and with N live sessions, each after the gateway has settled.
-  await gateway.stop();
-  await clearSessions(filename);
-  gateway = track(await startTkgate(config));
-  const rssEmpty = await settledRss(gateway.pid);
-  await gateway.stop();
-  await insertSessions(filename, PLAN.sessions);
-  gateway = track(await startTkgate(config));
-  const rssLoaded = rssMb(gateway.pid);
-  const rssFull = await settledRss(gateway.pid);
-  await gateway.stop();
-  const memory = row(`7. memory: ${PLAN.sessions.toLocaleString('en')} sessions`, { rps: null, p50: null, p99: null, peak_rss_mb: round(rssFull) }, null, {
-    text: '< 60 MB for 100k',
-    check: () => ((rssFull - rssEmpty) * 100_000) / PLAN.sessions < 60,
-  });
-  memory.rss_empty_mb = round(rssEmpty);
-  memory.rss_delta_mb = round(rssFull - rssEmpty);
-  memory.rss_just_loaded_mb = round(rssLoaded);
-
-  await upstream.stop();
-  await koa.stop();
-  const report = { mode, load_generator: loadGenerator, connections: CONNECTIONS, cores: cpus().length, node: process.version, date: new Date().toISOString(), plan: PLAN, results };
-  printTable(report);
-  mkdirSync(outDir, { recursive: true });
-  writeReports(outDir, report);
-  process.stderr.write(`written: ${path.join(outDir, 'latest.json')}, latest.md\n`);
-}
-
 main()
   .catch((err) => {
-    process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
+    log(`bench failed: ${err.stack ?? err}\n`);
     for (const proc of started) {
       if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
-        process.stderr.write(`--- ${proc.child.spawnargs.slice(0, 3).join(' ')} exited (${proc.child.exitCode ?? proc.child.signalCode}):\n${proc.output().slice(-3000)}\n`);
+        log(`--- ${proc.child.spawnargs.slice(0, 3).join(' ')} exited (${proc.child.exitCode ?? proc.child.signalCode}):\n${proc.output().slice(-3000)}\n`);
       }
     }
     process.exitCode = 1;
