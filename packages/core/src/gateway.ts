@@ -99,7 +99,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
   };
   log.info('starting', { version: options.version, config: config.file ?? 'none', database: describeDatabase(config.db) });
   requireToolkitDirectory(config.toolkits.dir);
-  const metrics = createMetrics(config.metrics.enabled);
+  const metrics = await createMetrics(config.metrics.enabled);
   const readiness: ReadinessState = { toolkitsLoaded: false, draining: false };
   const db = openDatabase(config.db);
   cleanups.push(() => settleWithin(db.destroy(), DATABASE_CLOSE_MS, () => log.warn('the database did not close in time')));
@@ -149,7 +149,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     cleanups.push(() => drain(server, log));
     checkpoint();
 
-    if (metrics.registry && options.role === 'worker') answerPrimaryScrapes(metrics.registry);
+    if (metrics.registry && options.role === 'worker') await answerPrimaryScrapes(metrics.registry);
     else if (metrics.registry) {
       const listener = await serveMetrics(registrySource(metrics.registry), config.metrics.host, config.metrics.port, log);
       cleanups.push(() => listener.close());

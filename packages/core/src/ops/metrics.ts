@@ -1,8 +1,9 @@
 /**
  * The gateway's Prometheus metrics (SPEC section 9), in a registry of its own (never prom-client's global
- * one). With metrics.enabled false every method is a no-op and nothing is collected.
+ * one). With metrics.enabled false every method is a no-op, nothing is collected and prom-client is not
+ * even loaded (CLI commands start faster without it).
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Registry } from 'prom-client';
 
 export type LoginResult = 'success' | 'invalid' | 'rate_limited' | 'busy';
 export type ReloadResult = 'applied' | 'refused';
@@ -27,7 +28,7 @@ export interface GatewayMetrics extends PluginMetrics {
 /** Seconds: from a fast status call (~1 ms) to a slow upstream (the default timeouts are 10 s). */
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-const noMetrics: GatewayMetrics = {
+export const noMetrics: GatewayMetrics = {
   registry: undefined,
   request: () => undefined,
   login: () => undefined,
@@ -37,8 +38,9 @@ const noMetrics: GatewayMetrics = {
   gauge: () => undefined,
 };
 
-export function createMetrics(enabled: boolean): GatewayMetrics {
+export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
   if (!enabled) return noMetrics;
+  const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = await import('prom-client');
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { Database } from '../db/connect.js';
 import type { PreparedReads } from '../db/prepared-reads.js';
 import type { Logger } from '../log.js';
-import { createMetrics, type PluginMetrics } from '../ops/metrics.js';
+import { noMetrics, type PluginMetrics } from '../ops/metrics.js';
 import { formatPath, validateStandard } from '../toolkits/config-issues.js';
 import { EndpointTypes } from './endpoint-types.js';
 import { PLUGIN_API_VERSION, type EndpointType, type PluginApi, type TkgatePlugin } from './plugin-api.js';
@@ -81,7 +81,7 @@ export async function loadPlugins(specifiers: string[], deps: PluginDeps): Promi
       registerEndpointType: (type) => types.addType(type as unknown as EndpointType<unknown>, plugin.name),
       registerFunction: (name, fn) => types.addFunction(name, fn, plugin.name),
       getFunction: (name) => types.fn(name),
-      metrics: deps.metrics ?? createMetrics(false),
+      metrics: deps.metrics ?? noMetrics,
       onClose: (cleanup) => cleanups.push(cleanup),
     };
     try {
