@@ -42,7 +42,8 @@ describe('server configuration', () => {
     await flagWins.stop();
   });
 
-  it('takes durations as "500ms", "45s", "30m", "2h" or a number of seconds', async () => {
+  it('takes durations as "500ms", "45s", "30m", "2h" or a number of seconds', async function () {
+    this.timeout(120_000); // five gateways in turn: minutes on a loaded machine
     const dir = tempDir();
     const db = sqliteIn(dir);
     const added = await runCli(['user', 'add', 'tess', '--password-stdin', '--config', writeConfig({ db }, tempDir())], { stdin: 'tess-password\n' });
