@@ -3,10 +3,10 @@
 // named function `static.now` (for `type: internal` endpoints with `handler: static.now`).
 import { PLUGIN_API_VERSION, z } from '@tkgate/core';
 
-/** The endpoint keys this type adds; unknown keys are refused with their key path. */
+/** The endpoint keys this type adds; unknown keys are refused with their key path. The descriptions show in editors (`tkgate schema`). */
 const configSchema = z.strictObject({
-  value: z.unknown(),
-  by_group: z.record(z.string(), z.unknown()).optional(),
+  value: z.unknown().describe('The JSON to answer.'),
+  by_group: z.record(z.string(), z.unknown()).optional().describe('Other answers by toolkit group.'),
 });
 
 /** @type {import('@tkgate/core').TkgatePlugin} */
@@ -29,6 +29,8 @@ const plugin = {
         const group = context.toolkit_group;
         return typeof group === 'string' && config.by_group && group in config.by_group ? config.by_group[group] : config.value;
       },
+      // Optional: what `data` looks like, for GET {base}/openapi.json.
+      describeResponse: () => ({ data: { description: "The configured value, or the one for the caller's toolkit group." } }),
     });
     api.registerFunction('static.now', ({ context }) => ({ now: new Date().toISOString(), for: context.username }));
   },

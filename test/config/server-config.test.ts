@@ -126,7 +126,8 @@ describe('server configuration', () => {
       }
     }
 
-    it('TKGATE_TRUST_PROXY=0 keeps X-Forwarded-For untrusted; =True trusts it', async () => {
+    it('TKGATE_TRUST_PROXY=0 keeps X-Forwarded-For untrusted; =True trusts it', async function () {
+      this.timeout(120_000); // two gateways in turn
       expect(await thirdFailureStatus({ TKGATE_TRUST_PROXY: '0' })).to.equal(429);
       expect(await thirdFailureStatus({ TKGATE_TRUST_PROXY: 'True' })).to.equal(401);
     });

@@ -45,6 +45,7 @@ const broken: Array<[string, ToolkitDoc | string, string, RegExp]> = [
   ['write-users.yaml', toolkit('d1', [select({ update: 'users', set: { power: 999 }, where: { id: '$context.user_id' } })]), 'endpoints.0.pseudo_querys.0.update', /belongs to tkgate/],
   ['bad-reference.yaml', toolkit('d2', [select({ select: 'items', columns: ['id'], where: { title: '$request.body' } })]), 'endpoints.0.pseudo_querys.0.where.title', /not a reference/],
   ['removed-context.yaml', toolkit('d3', [{ ...select({ select: 'items', columns: ['id'], where: { owner_id: '$context.user_id' } }), overwrite_wrapping: ['-user_id'] }]), 'endpoints.0.pseudo_querys.0.where.owner_id', /no field user_id/],
+  ['literal-type.yaml', toolkit('e1', [select({ select: 'items', columns: ['id'], where: { owner_id: 'abc' } })]), 'endpoints.0.pseudo_querys.0.where.owner_id', /"abc" is not an integer, the type of items.owner_id/],
   ['two-ops.yaml', toolkit('d4', [select({ select: 'items', delete: 'items', columns: ['id'], where: { id: 1 } })]), 'endpoints.0.pseudo_querys.0', /exactly one of/],
   ['unknown-handler.yaml', toolkit('d5', [internal({ handler: 'nope' })]), 'endpoints.0.handler', /no function named nope/],
   ['both-forms.yaml', toolkit('d6', [internal({ pseudo_querys: [{ select: 'items', columns: ['id'] }] })]), 'endpoints.0', /either pseudo_querys or handler/],

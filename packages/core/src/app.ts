@@ -3,9 +3,11 @@ import { authRoutes } from './auth/auth-routes.js';
 import type { AuthServices } from './auth/auth-services.js';
 import { notFound } from './errors.js';
 import type { GatewayMiddleware, GatewayState } from './http/context.js';
+import { cors } from './http/cors.js';
 import { errorEnvelope } from './http/error-envelope.js';
 import { assignRequestId } from './http/request-id.js';
 import { respondAtTurnEnd } from './http/respond-at-turn-end.js';
+import { openApiRoutes } from './openapi/openapi-route.js';
 import { healthRoutes, type ReadinessState } from './ops/health.js';
 import { requestLog } from './ops/request-log.js';
 import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-pipeline.js';
@@ -18,7 +20,7 @@ const noSuchRoute: GatewayMiddleware = async () => {
 
 /**
  * The Koa app: the access log and request metrics around everything, responses batched per turn,
- * request id, /healthz and /readyz, the error envelope, then the auth and toolkit routes.
+ * request id, CORS (when configured), /healthz and /readyz, the error envelope, then the routes.
  */
 export function createApp(services: AppServices): Koa<GatewayState> {
   const { config, log, metrics } = services;
@@ -28,10 +30,13 @@ export function createApp(services: AppServices): Koa<GatewayState> {
   app.use(requestLog({ log, metrics, access: config.log.access, trustProxy: config.server.trust_proxy, baseUrl: config.server.base_url }));
   app.use(respondAtTurnEnd);
   app.use(assignRequestId);
+  const corsHeaders = cors(config.server.cors.origins);
+  if (corsHeaders) app.use(corsHeaders);
   app.use(healthRoutes(services.db, services.readiness, log));
   app.use(errorEnvelope(log));
   app.use(authRoutes(services).routes());
   app.use(toolkitRoutes(services).routes());
+  app.use(openApiRoutes(services).routes());
   app.use(noSuchRoute);
   return app;
 }

@@ -6,16 +6,21 @@ import { durationMs, z } from '@tkgate/core';
  * data is never part of a shell string.
  */
 export const execConfigSchema = z.strictObject({
-  command: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
-  timeout: durationMs.default(10_000),
-  max_output_bytes: z.number().int().min(1).default(1_048_576),
-  cwd: z.string().min(1).optional(),
+  command: z
+    .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+    .describe('A list runs that program directly with the context JSON appended as the last argument; a string runs under /bin/sh -c with the context as "$1".'),
+  timeout: durationMs.default(10_000).describe('The command is killed (its whole process group) after this long (default 10s).'),
+  max_output_bytes: z.number().int().min(1).default(1_048_576).describe('The most stdout accepted (default 1 MiB); more is 500 exec_failed.'),
+  cwd: z.string().min(1).optional().describe('The working directory of the command; must exist.'),
   /** The child's whole environment, plus PATH: nothing else of the gateway's environment leaks to it. */
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string()).default({}),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string())
+    .default({})
+    .describe("The command's whole environment, plus PATH: nothing else of the gateway's environment."),
   /** Also write the context to stdin (needed for contexts over the per-argument limit). */
-  stdin: z.boolean().default(false),
-  max_concurrency: z.number().int().min(1).default(4),
-  max_queue: z.number().int().min(0).default(32),
+  stdin: z.boolean().default(false).describe('true: the context JSON is written to stdin and the last argument is "-" (for contexts over 128 KiB).'),
+  max_concurrency: z.number().int().min(1).default(4).describe('Processes of this endpoint at once (default 4).'),
+  max_queue: z.number().int().min(0).default(32).describe('Requests waiting for a place (default 32); past it 503 busy.'),
 });
 
 export type ExecConfig = z.infer<typeof execConfigSchema>;

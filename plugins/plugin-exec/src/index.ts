@@ -29,6 +29,13 @@ const plugin: TkgatePlugin = {
       configSchema: execConfigSchema,
       check: checkExecEndpoint,
       execute: (call) => runExecEndpoint(call, services),
+      describeResponse: () => ({
+        data: { description: "The command's stdout parsed as JSON, or {\"output\": \"<text>\"} when it is not JSON." },
+        errors: [
+          { status: 500, code: 'exec_failed', description: 'the command failed, timed out or wrote too much; details.reason says which.' },
+          { status: 503, code: 'busy', description: 'too many commands run or wait; see Retry-After.' },
+        ],
+      }),
     };
     api.registerEndpointType(exec);
   },

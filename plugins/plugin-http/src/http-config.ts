@@ -9,19 +9,22 @@ const RESERVED = new Set(['host', 'content-length', 'transfer-encoding', 'connec
 export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 
 export const httpConfigSchema = z.strictObject({
-  upstream: z.strictObject({
-    url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
-    timeout: durationMs.default(10_000),
-    passthrough: z.boolean().default(false),
-    headers: z
-      .record(headerName, headerValue)
-      .default({})
-      .refine((headers) => Object.keys(headers).every((name) => !RESERVED.has(name.toLowerCase())), {
-        message: `may not set ${[...RESERVED].join(', ')}`,
-      }),
-    /** JSON mode only: a larger upstream body is a 502, not a memory spike. */
-    max_response_bytes: z.number().int().min(1).default(DEFAULT_MAX_RESPONSE_BYTES),
-  }),
+  upstream: z
+    .strictObject({
+      url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).describe('The upstream the request context is POSTed to (http or https).'),
+      timeout: durationMs.default(10_000).describe('How long to wait for the upstream\'s headers, and each silence in its body (default 10s).'),
+      passthrough: z.boolean().default(false).describe('true: stream the upstream\'s 2xx answer to the client as it is (downloads), without the envelope.'),
+      headers: z
+        .record(headerName, headerValue)
+        .default({})
+        .refine((headers) => Object.keys(headers).every((name) => !RESERVED.has(name.toLowerCase())), {
+          message: `may not set ${[...RESERVED].join(', ')}`,
+        })
+        .describe(`Static headers for the upstream (not ${[...RESERVED].join(', ')}).`),
+      /** JSON mode only: a larger upstream body is a 502, not a memory spike. */
+      max_response_bytes: z.number().int().min(1).default(DEFAULT_MAX_RESPONSE_BYTES).describe('JSON mode: the largest upstream body accepted (default 10 MiB); larger is 502.'),
+    })
+    .describe('Where and how to call the upstream.'),
 });
 
 export type HttpConfig = z.infer<typeof httpConfigSchema>;

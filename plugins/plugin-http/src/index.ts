@@ -1,4 +1,5 @@
 import { PLUGIN_API_VERSION, z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { describeHttpResponse } from './describe-response.js';
 import { httpConfigSchema, type HttpConfig } from './http-config.js';
 import { proxy } from './proxy.js';
 import { gotTransport, undiciTransport } from './upstream-transport.js';
@@ -20,6 +21,7 @@ const plugin: TkgatePlugin = {
       type: 'http',
       configSchema: httpConfigSchema,
       execute: (call) => proxy(transport, call),
+      describeResponse: describeHttpResponse,
     };
     api.registerEndpointType(httpType);
   },

@@ -1,4 +1,4 @@
-import { GatewayError, invalidPayload, type CheckEnvironment, type RequestContext } from '@tkgate/core';
+import { GatewayError, NOT_CONVERTIBLE, invalidPayload, type CheckEnvironment, type ColumnType, type RequestContext } from '@tkgate/core';
 import type { Scalar } from './internal-config.js';
 
 /**
@@ -6,7 +6,9 @@ import type { Scalar } from './internal-config.js';
  *   $payload.<field>      the filtered payload
  *   $context.<field>      a top-level field of the request context (after overwrite_wrapping)
  *   $db_context.<key>     a value fetched by inject_db_context
- * References are always bound parameters, never part of the SQL text.
+ * References are always bound parameters, never part of the SQL text. Every value is converted to the type of
+ * the column it is compared with or stored into (ColumnType in @tkgate/core): literals at load, references
+ * per request.
  */
 type Source = 'payload' | 'context' | 'db_context';
 export type BoundValue = { literal: Scalar } | { source: Source; field: string };
@@ -49,4 +51,29 @@ export function resolveValue(value: BoundValue, context: RequestContext, usedBy:
     throw new GatewayError(500, 'internal_error', 'internal error', { cause: new Error(`$${value.source}.${value.field} is not a single value (${usedBy})`) });
   }
   return resolved as Scalar;
+}
+
+/** A value for one column: what to bind, and the column's type it is converted to. */
+export interface ColumnValue {
+  column: string;
+  value: BoundValue;
+  type: ColumnType;
+}
+
+/** Why a literal cannot go into its column, or undefined when it converts. */
+export function literalProblem({ value, type, column }: ColumnValue, table: string): string | undefined {
+  if (!('literal' in value) || type.convert(value.literal) !== NOT_CONVERTIBLE) return undefined;
+  return `${JSON.stringify(value.literal)} is not ${type.expected}, the type of ${table}.${column}`;
+}
+
+/**
+ * The value to bind, as the column's type. A payload value that does not convert is the client's mistake
+ * (400); for a context or db_context value NOT_CONVERTIBLE comes back (a where then matches nothing).
+ */
+export function bindValue({ value, type }: ColumnValue, context: RequestContext, usedBy: string): unknown {
+  const converted = type.convert(resolveValue(value, context, usedBy));
+  if (converted === NOT_CONVERTIBLE && 'source' in value && value.source === 'payload') {
+    throw invalidPayload([{ field: value.field, rule: 'type', message: `${value.field} must be ${type.expected} for ${usedBy}` }]);
+  }
+  return converted;
 }

@@ -1,11 +1,12 @@
 import { CORE_TABLES, unreadable, type CheckEnvironment, type ConfigIssue, type DatabaseSchema } from '@tkgate/core';
-import { parseValue, unreachable } from './bound-values.js';
+import { literalProblem, parseValue, unreachable } from './bound-values.js';
 import type { InternalConfig, PseudoQuery } from './internal-config.js';
 
 /**
  * Load-time checks of an internal endpoint: every table and column exists in the live schema and may be
  * used that way (no secret ever read, no tkgate table ever written), every reference can have a value,
- * every handler is registered, and several queries have distinct names.
+ * every literal converts to its column's type, every handler is registered, and several queries have
+ * distinct names.
  */
 export function checkInternalEndpoint(config: InternalConfig, env: CheckEnvironment): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
@@ -45,7 +46,10 @@ function checkQuery(query: PseudoQuery, env: CheckEnvironment, at: Array<string 
     for (const [column, raw] of Object.entries(map ?? {})) {
       readable(column, [...at, key, column]);
       const value = parseValue(raw);
-      const problem = 'problem' in value ? value.problem : unreachable(value, env);
+      const problem =
+        'problem' in value
+          ? value.problem
+          : (unreachable(value, env) ?? literalProblem({ column, value, type: env.schema.columnType(query.table, column) }, query.table));
       if (problem) issues.push({ path: [...at, key, column], message: problem });
     }
   }

@@ -1,10 +1,13 @@
-import { PLUGIN_API_VERSION, GatewayError, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { PLUGIN_API_VERSION, GatewayError, type DatabaseSchema, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { checkInternalEndpoint } from './check-queries.js';
+import { describeInternalResponse } from './describe-response.js';
 import { internalConfigSchema, type InternalConfig } from './internal-config.js';
 import { prepareQueries, runQueries, type PreparedQuery } from './run-queries.js';
 
 /** Queries are prepared once per endpoint version (configs are immutable, so the config object is the key). */
 const prepared = new WeakMap<InternalConfig, PreparedQuery[]>();
+/** The live schema each endpoint version was checked against at load: it types the values the queries bind. */
+const checkedAgainst = new WeakMap<InternalConfig, DatabaseSchema>();
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-internal',
@@ -13,7 +16,11 @@ const plugin: TkgatePlugin = {
     const internal: EndpointType<InternalConfig> = {
       type: 'internal',
       configSchema: internalConfigSchema,
-      check: checkInternalEndpoint,
+      check(config, env) {
+        checkedAgainst.set(config, env.schema);
+        return checkInternalEndpoint(config, env);
+      },
+      describeResponse: describeInternalResponse,
       async execute(call) {
         if (call.config.handler !== undefined) {
           const fn = api.getFunction(call.config.handler)!;
@@ -26,7 +33,11 @@ const plugin: TkgatePlugin = {
           }
         }
         let queries = prepared.get(call.config);
-        if (!queries) prepared.set(call.config, (queries = prepareQueries(call.config.pseudo_querys!, api.db, api.prepareRead)));
+        if (!queries) {
+          const schema = checkedAgainst.get(call.config);
+          if (!schema) throw new GatewayError(500, 'internal_error', 'internal error', { cause: new Error('an internal endpoint ran without its load-time check') });
+          prepared.set(call.config, (queries = prepareQueries(call.config.pseudo_querys!, api.db, api.prepareRead, schema)));
+        }
         return runQueries(call.db, queries, call.context);
       },
     };

@@ -11,23 +11,32 @@ const name = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a name of let
 export const DEFAULT_SELECT_LIMIT = 100;
 export const MAX_SELECT_LIMIT = 10_000;
 
+const queryName = name.optional().describe('The key of this query\'s result in data; needed when there are several queries.');
+const table = (verb: string) => z.string().describe(`The table to ${verb}.`);
+const values = (what: string) =>
+  valueMap.describe(`${what}: column -> literal or reference ($payload.<field>, $context.<field>, $db_context.<key>), always bound.`);
+
 const querySchemas = {
   select: z.strictObject({
-    name: name.optional(),
-    select: z.string(),
-    columns: z.array(z.string()).min(1),
-    where: valueMap.optional(),
-    order_by: z.union([z.string(), z.array(z.string()).min(1)]).optional(),
-    limit: z.number().int().min(1).max(MAX_SELECT_LIMIT).optional(),
+    name: queryName,
+    select: table('read'),
+    columns: z.array(z.string()).min(1).describe('The columns to return.'),
+    where: values('Equality on every listed column (null matches NULL)').optional(),
+    order_by: z.union([z.string(), z.array(z.string()).min(1)]).optional().describe('A column, or -column for descending, or a list of them.'),
+    limit: z.number().int().min(1).max(MAX_SELECT_LIMIT).optional().describe(`At most this many rows (default ${DEFAULT_SELECT_LIMIT}, at most ${MAX_SELECT_LIMIT}).`),
   }),
-  insert: z.strictObject({ name: name.optional(), insert: z.string(), values: valueMap.refine((v) => Object.keys(v).length > 0, 'needs at least one column') }),
+  insert: z.strictObject({ name: queryName, insert: table('insert into'), values: values('The new row').refine((v) => Object.keys(v).length > 0, 'needs at least one column') }),
   update: z.strictObject({
-    name: name.optional(),
-    update: z.string(),
-    set: valueMap.refine((v) => Object.keys(v).length > 0, 'needs at least one column'),
-    where: valueMap.refine((v) => Object.keys(v).length > 0, 'update needs a non-empty where'),
+    name: queryName,
+    update: table('update'),
+    set: values('The new values').refine((v) => Object.keys(v).length > 0, 'needs at least one column'),
+    where: values('Equality on every listed column; required, not empty').refine((v) => Object.keys(v).length > 0, 'update needs a non-empty where'),
   }),
-  delete: z.strictObject({ name: name.optional(), delete: z.string(), where: valueMap.refine((v) => Object.keys(v).length > 0, 'delete needs a non-empty where') }),
+  delete: z.strictObject({
+    name: queryName,
+    delete: table('delete from'),
+    where: values('Equality on every listed column; required, not empty').refine((v) => Object.keys(v).length > 0, 'delete needs a non-empty where'),
+  }),
 };
 
 export type Operation = keyof typeof querySchemas;
@@ -75,15 +84,19 @@ const pseudoQuery = z.record(z.string(), z.unknown()).transform((raw, ctx): Pseu
     orderBy: typeof query.order_by === 'string' ? [query.order_by] : (query.order_by as string[] | undefined),
     limit: query.limit as number | undefined,
   };
-});
+})
+  // The shape editors see (`tkgate schema`); the transform above checks the same, naming the right keys.
+  .meta({ oneOf: OPERATIONS.map((op) => z.toJSONSchema(querySchemas[op], { target: 'draft-2020-12', io: 'input' })).map(({ $schema, ...schema }) => schema) })
+  .describe('One query: exactly one of select, insert, update or delete.');
 
 export const internalConfigSchema = z
   .strictObject({
-    pseudo_querys: z.array(pseudoQuery).min(1).optional(),
-    handler: z.string().min(1).optional(),
+    pseudo_querys: z.array(pseudoQuery).min(1).optional().describe('Declarative queries, run in order in one transaction.'),
+    handler: z.string().min(1).optional().describe('The name of an in-process function a loaded plugin registered.'),
   })
   .refine((config) => (config.pseudo_querys === undefined) !== (config.handler === undefined), {
     message: 'an internal endpoint needs either pseudo_querys or handler (not both)',
-  });
+  })
+  .meta({ oneOf: [{ required: ['pseudo_querys'] }, { required: ['handler'] }] });
 
 export type InternalConfig = z.infer<typeof internalConfigSchema>;

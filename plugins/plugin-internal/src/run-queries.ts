@@ -1,27 +1,33 @@
-import { GatewayError, type Database, type PluginApi, type PreparedRead, type RequestContext } from '@tkgate/core';
-import { parseValue, resolveValue, type BoundValue } from './bound-values.js';
+import { GatewayError, NOT_CONVERTIBLE, type Database, type DatabaseSchema, type PluginApi, type PreparedRead, type RequestContext } from '@tkgate/core';
+import { bindValue, parseValue, type BoundValue, type ColumnValue } from './bound-values.js';
 import { DEFAULT_SELECT_LIMIT, type PseudoQuery, type Scalar } from './internal-config.js';
 
-/** A query ready to run: its values parsed once at load, bound per request. */
+/** A query ready to run: its values parsed and typed once at load, bound per request. */
 export interface PreparedQuery {
   query: PseudoQuery;
   label: string;
-  where: Array<[string, BoundValue]>;
-  values: Array<[string, BoundValue]>;
+  where: ColumnValue[];
+  values: ColumnValue[];
   /** A select, compiled once with its where values as parameters (SQL NULL needs IS NULL, so not for nulls). */
   read?: PreparedRead;
 }
 
-export function prepareQueries(queries: PseudoQuery[], db: Database, prepareRead: PluginApi['prepareRead']): PreparedQuery[] {
-  const bound = (map: Record<string, Scalar> | undefined) =>
-    Object.entries(map ?? {}).map(([column, raw]) => [column, parseValue(raw) as BoundValue] as [string, BoundValue]);
+/** `schema` is the one the endpoint was checked against: it gives each column's type. */
+export function prepareQueries(queries: PseudoQuery[], db: Database, prepareRead: PluginApi['prepareRead'], schema: DatabaseSchema): PreparedQuery[] {
+  const bound = (table: string, map: Record<string, Scalar> | undefined): ColumnValue[] =>
+    Object.entries(map ?? {}).map(([column, raw]) => {
+      const type = schema.columnType(table, column);
+      const value = parseValue(raw) as BoundValue;
+      // Literals are converted once; the load-time check has refused those that do not convert.
+      return { column, type, value: 'literal' in value ? { literal: type.convert(value.literal) as Scalar } : value };
+    });
   return queries.map((query, index) => {
-    const where = bound(query.where);
-    const entry: PreparedQuery = { query, label: `pseudo query ${query.name ?? index}`, where, values: bound(query.values) };
+    const where = bound(query.table, query.where);
+    const entry: PreparedQuery = { query, label: `pseudo query ${query.name ?? index}`, where, values: bound(query.table, query.values) };
     if (query.op === 'select') {
       entry.read = prepareRead((param) => {
         const builder = db(query.table).select(query.columns!).limit(query.limit ?? DEFAULT_SELECT_LIMIT);
-        where.forEach(([column], i) => builder.where(column, param(i)));
+        where.forEach(({ column }, i) => builder.where(column, param(i)));
         for (const order of query.orderBy ?? []) builder.orderBy(order.replace(/^-/, ''), order.startsWith('-') ? 'desc' : 'asc');
         return builder;
       });
@@ -31,15 +37,15 @@ export function prepareQueries(queries: PseudoQuery[], db: Database, prepareRead
 }
 
 /**
- * Runs the queries in order, in one transaction (a single select needs none). Every value is bound
- * before the transaction starts, so a missing payload field writes nothing.
+ * Runs the queries in order, in one transaction (a single select needs none). Every value is bound and
+ * converted before the transaction starts, so a missing or mistyped payload field writes nothing.
  */
 export async function runQueries(db: Database, prepared: PreparedQuery[], context: RequestContext): Promise<unknown> {
-  const resolved = prepared.map((entry) => ({
-    entry,
-    where: Object.fromEntries(entry.where.map(([column, value]) => [column, resolveValue(value, context, entry.label)])),
-    values: Object.fromEntries(entry.values.map(([column, value]) => [column, resolveValue(value, context, entry.label)])),
-  }));
+  const resolved = prepared.map((entry) => ({ entry, where: bindAll(entry.where, context, entry.label), values: bindAll(entry.values, context, entry.label) }));
+  for (const { entry, values } of resolved) {
+    const column = entry.values.find((value) => values[value.column] === NOT_CONVERTIBLE);
+    if (column) throw new GatewayError(500, 'internal_error', 'internal error', { cause: new Error(`${entry.label}: the value for ${entry.query.table}.${column.column} is not ${column.type.expected}`) });
+  }
   const runAll = async (trx: Database) => {
     const results: unknown[] = [];
     for (const { entry, where, values } of resolved) results.push(await runOne(trx, entry, where, values));
@@ -48,8 +54,8 @@ export async function runQueries(db: Database, prepared: PreparedQuery[], contex
   let results: unknown[];
   try {
     const [only] = resolved;
-    if (resolved.length === 1 && only!.entry.read && !Object.values(only!.where).includes(null)) {
-      results = [await only!.entry.read.all(only!.entry.where.map(([column]) => only!.where[column]))];
+    if (resolved.length === 1 && only!.entry.read && !Object.values(only!.where).some((value) => value === null || value === NOT_CONVERTIBLE)) {
+      results = [await only!.entry.read.all(only!.entry.where.map(({ column }) => only!.where[column]))];
     } else {
       results = resolved.length === 1 && only!.entry.query.op === 'select' ? await runAll(db) : await db.transaction((trx) => runAll(trx as unknown as Database));
     }
@@ -60,8 +66,16 @@ export async function runQueries(db: Database, prepared: PreparedQuery[], contex
   return Object.fromEntries(prepared.map((entry, index) => [entry.query.name!, results[index]]));
 }
 
-async function runOne(db: Database, entry: PreparedQuery, where: Record<string, Scalar>, values: Record<string, Scalar>): Promise<unknown> {
+const bindAll = (columns: ColumnValue[], context: RequestContext, label: string): Record<string, unknown> =>
+  Object.fromEntries(columns.map((value) => [value.column, bindValue(value, context, label)]));
+
+/** What a query whose where can match nothing (a context value not of its column's type) answers, without running. */
+const NOTHING_MATCHED = { select: () => [], update: () => ({ affected: 0 }), delete: () => ({ affected: 0 }), insert: undefined };
+
+async function runOne(db: Database, entry: PreparedQuery, where: Record<string, unknown>, values: Record<string, unknown>): Promise<unknown> {
   const { query } = entry;
+  const nothing = NOTHING_MATCHED[query.op];
+  if (nothing && Object.values(where).includes(NOT_CONVERTIBLE)) return nothing();
   switch (query.op) {
     case 'select': {
       const builder = db(query.table).select(query.columns!).where(where).limit(query.limit ?? DEFAULT_SELECT_LIMIT);

@@ -3,6 +3,8 @@ import { configCheck } from './config-check.js';
 import { exampleSetup } from './example.js';
 import { groupAdd, groupAssoc, groupOverride } from './group.js';
 import { migrate } from './migrate.js';
+import { openapi } from './openapi.js';
+import { schema } from './schema.js';
 import { sessionsClear } from './sessions.js';
 import { start } from './start.js';
 import { userAdd, userDisable, userEnable, userList, userPasswd, userSet } from './user.js';
@@ -12,7 +14,7 @@ export type { Command, OptionValues } from './command.js';
 /** Every command, in the order help lists them: adding a command is one import and one entry here. */
 const all = [
   start, migrate, userAdd, userPasswd, userList, userSet, userDisable, userEnable, groupAdd, groupAssoc, groupOverride, sessionsClear,
-  configCheck, exampleSetup,
+  configCheck, openapi, schema, exampleSetup,
 ];
 
 export const commands: Record<string, Command> = Object.fromEntries(all.map((command) => [command.name, command]));

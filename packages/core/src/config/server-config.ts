@@ -9,7 +9,7 @@ import path from 'node:path';
 import convict from 'convict';
 import { parse as parseYaml } from 'yaml';
 import type { LogLevel } from '../log.js';
-import { duration, filePath, flag, integer, objectsByName, oneOf, port, processCount, SettingProblem, stringList, text, type Setting } from './settings.js';
+import { duration, filePath, flag, integer, objectsByName, oneOf, originList, port, processCount, SettingProblem, stringList, text, type Setting } from './settings.js';
 
 export const DEFAULT_PLUGINS = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkgate/plugin-exec'];
 
@@ -27,7 +27,7 @@ const declaration = {
     shutdown_delay: duration('0s', { doc: 'on SIGTERM, serve on this long with /readyz 503 before closing, so load balancers stop first' }),
     workers: processCount(1, { doc: 'worker processes serving one port, or "auto" for one per core', env: 'TKGATE_WORKERS' }),
     cors: {
-      origins: stringList([], { doc: 'origins allowed by CORS (exact, or ["*"]); [] = no CORS headers' }, 'must be a list of origins'),
+      origins: originList({ doc: 'origins whose browser pages may call the gateway (exact, or ["*"]); [] sends no CORS header' }),
     },
   },
   db: {

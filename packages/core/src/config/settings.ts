@@ -120,6 +120,23 @@ export function stringList(value: string[], about: About, describe = 'must be a 
   });
 }
 
+/** Browser origins (`scheme://host[:port]`, no path), or `["*"]` alone. */
+export function originList(about: About): Setting<string[]> {
+  const check = (value: unknown) => {
+    if (!Array.isArray(value)) fail('must be a list of origins like "https://tools.example.org", or ["*"]');
+    for (const origin of value) {
+      if (origin === '*') {
+        if (value.length > 1) fail('"*" must be the only entry');
+        continue;
+      }
+      if (typeof origin !== 'string' || !URL.canParse(origin) || new URL(origin).origin !== origin) {
+        fail(`${JSON.stringify(origin)} is not an origin (scheme://host[:port], no path or trailing slash)`);
+      }
+    }
+  };
+  return setting([], about, { check, normalise: (v) => [...(v as string[])] });
+}
+
 /** A positive number of processes, or "auto" for one per available core. */
 export function processCount(value: number, about: About): Setting<number> {
   return setting(value, about, {

@@ -1,20 +1,28 @@
 import { koaBody } from 'koa-body';
-import { invalidPayload } from '../errors.js';
+import { GatewayError, internalError, invalidPayload, payloadTooLarge } from '../errors.js';
 import type { GatewayContext, GatewayMiddleware } from './context.js';
+import { parseJsonText, parseTextFields } from './payload-parsers.js';
 
-/** Body parsers by byte limit, made once: building one validates its options, which is not free. */
-const parsers = new Map<number, GatewayMiddleware>();
+/**
+ * Body readers by byte limit, made once: building one validates its options, which is not free.
+ * koa-body reads the text (limit, Content-Encoding, UTF-8); payload-parsers.ts parses it, with limits
+ * koa-body's parsers do not have (nesting depth, prototype keys).
+ */
+const readers = new Map<number, GatewayMiddleware>();
 
-function parserFor(limit: number): GatewayMiddleware {
-  let parser = parsers.get(limit);
-  if (!parser) {
-    parser = koaBody({ json: true, urlencoded: true, jsonStrict: false, jsonLimit: limit, formLimit: limit, text: false, multipart: false }) as unknown as GatewayMiddleware;
-    parsers.set(limit, parser);
+function readerFor(limit: number): GatewayMiddleware {
+  let reader = readers.get(limit);
+  if (!reader) {
+    reader = koaBody({ json: false, urlencoded: false, multipart: false, text: true, textTypes: ['*/*'], textLimit: limit, encoding: 'utf-8' }) as unknown as GatewayMiddleware;
+    readers.set(limit, reader);
   }
-  return parser;
+  return reader;
 }
 
-const hasBody = (ctx: GatewayContext): boolean => (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '';
+/** Content-Length is digits only (Node's HTTP parser refuses anything else); Number() is exact up to 2^53. */
+const declaredLength = (ctx: GatewayContext): number => Number(ctx.get('content-length') || 0);
+
+const hasBody = (ctx: GatewayContext): boolean => declaredLength(ctx) > 0 || ctx.get('transfer-encoding') !== '';
 
 export interface BodyLimits {
   /** The endpoint's client_filter.max_body_bytes: past it, 400 invalid_payload. */
@@ -25,28 +33,63 @@ export interface BodyLimits {
 }
 
 /**
- * Reads a POST body as JSON or a form, within the limits; nothing is read past them
- * (a Content-Length over the limit is refused before the first byte).
+ * Reads a POST body as JSON or a form, within the limits; nothing is read past them (a Content-Length
+ * over the limit is refused before the first byte). Every client mistake is a 4xx naming the field.
  */
 export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): Promise<{ body: unknown; form: boolean }> {
-  if (!hasBody(ctx)) return { body: {}, form: false };
+  if (!hasBody(ctx)) return { body: Object.create(null), form: false };
   const matched = ctx.is(...limits.allowedContentTypes);
   if (!matched) {
     throw invalidPayload([
       { field: 'content-type', rule: 'allowed_content_types', message: `the body must be one of: ${limits.allowedContentTypes.join(', ')}` },
     ]);
   }
+  const charset = ctx.request.charset.toLowerCase();
+  if (charset !== '' && charset !== 'utf-8' && charset !== 'utf8') {
+    throw invalidPayload([{ field: 'content-type', rule: 'charset', message: 'the body must be UTF-8 (charset=utf-8, or no charset)' }]);
+  }
   const endpointBinds = limits.endpointMax !== undefined && limits.endpointMax < limits.serverMax;
   const limit = endpointBinds ? limits.endpointMax! : limits.serverMax;
+  const tooLarge = () =>
+    endpointBinds ? invalidPayload([{ field: 'body', rule: 'max_body_bytes', message: `the body must be at most ${limit} bytes` }]) : payloadTooLarge(limit);
+  // A declared length is checked here, exactly: the readers' own check truncates it to 32 bits.
+  if (declaredLength(ctx) > limit) throw unreadBody(ctx, tooLarge());
   try {
-    await parserFor(limit)(ctx, async () => undefined);
+    await readerFor(limit)(ctx, async () => undefined);
   } catch (err) {
-    if ((err as { status?: number }).status === 413 && endpointBinds) {
-      throw invalidPayload([{ field: 'body', rule: 'max_body_bytes', message: `the body must be at most ${limit} bytes` }]);
-    }
-    throw err;
+    if ((err as { status?: number }).status === 413) throw unreadBody(ctx, tooLarge());
+    throw unreadBody(ctx, clientMistake(err) ?? internalError(err));
   }
-  return { body: ctx.request.body, form: matched === 'application/x-www-form-urlencoded' };
+  const text = ctx.request.body as unknown as string;
+  const form = matched === 'application/x-www-form-urlencoded';
+  return { body: form ? parseTextFields(text) : parseJsonText(text), form };
+}
+
+/**
+ * A body refused before its end: the connection is closed after the answer rather than kept for the rest
+ * of a body that may never come (a Content-Length of 2 GB with 10 bytes sent).
+ */
+function unreadBody(ctx: GatewayContext, error: GatewayError): GatewayError {
+  ctx.set('Connection', 'close');
+  return error;
+}
+
+/** Error codes of node:zlib streams: Z_DATA_ERROR, Z_BUF_ERROR (cut short), ERR__ERROR_FORMAT_… (brotli). */
+const DECOMPRESSION_ERROR = /^(?:Z_|ERR__ERROR_|ERR_BROTLI)/;
+
+/** raw-body, inflation and zlib errors are the client's mistakes; anything else stays internal (undefined). */
+function clientMistake(err: unknown): GatewayError | undefined {
+  const failure = err as { status?: number; type?: string; code?: string };
+  const problem = (field: string, rule: string, message: string) => invalidPayload([{ field, rule, message }], 'the request body could not be read');
+  if (typeof failure.code === 'string' && DECOMPRESSION_ERROR.test(failure.code)) {
+    return problem('body', 'encoding', 'the body is not valid data of its Content-Encoding');
+  }
+  if (failure.type === 'encoding.unsupported' || failure.status === 415) {
+    return problem('content-encoding', 'encoding', 'Content-Encoding must be gzip, deflate, br or identity');
+  }
+  if (failure.type === 'request.size.invalid') return problem('body', 'syntax', 'the body is shorter or longer than its Content-Length');
+  if (typeof failure.status === 'number' && failure.status >= 400 && failure.status < 500) return problem('body', 'syntax', 'the body could not be read');
+  return undefined;
 }
 
 export function asPayloadObject(body: unknown): Record<string, unknown> {
@@ -55,4 +98,3 @@ export function asPayloadObject(body: unknown): Record<string, unknown> {
   }
   return body as Record<string, unknown>;
 }
-

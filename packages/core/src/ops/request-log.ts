@@ -16,13 +16,14 @@ export interface RequestLogOptions {
 }
 
 /**
- * The route's template: set by the route itself (`tk/app/notes/list`, `healthz`), else the matched
- * auth route without the base URL (`auth/login`), else `other`: a bounded set, whatever the URLs.
+ * The route's template: set by the route itself (`tk/app/notes/list`, `healthz`), else the matched fixed
+ * route without the base URL (`auth/login`, `openapi.json`), else `other` (a route with parameters that
+ * named nothing live, or no route): a set bounded by the configuration, whatever the URLs.
  */
 function routeOf(ctx: GatewayContext, baseUrl: string): string {
   if (ctx.state.route) return ctx.state.route;
   const matched = (ctx as { _matchedRoute?: unknown })._matchedRoute;
-  if (typeof matched === 'string' && matched.startsWith(`${baseUrl}/auth/`)) return matched.slice(baseUrl.length + 1);
+  if (typeof matched === 'string' && matched.startsWith(`${baseUrl}/`) && !/[:*{(]/.test(matched)) return matched.slice(baseUrl.length + 1);
   return 'other';
 }
 

@@ -2,6 +2,7 @@ import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import { GatewayError, invalidPayload } from '../errors.js';
 import type { GatewayMiddleware } from '../http/context.js';
+import { NOT_CONVERTIBLE } from '../toolkits/column-types.js';
 import type { DbContextEntry } from '../toolkits/db-context-entries.js';
 
 /** Most rows a filtered inject_db_context entry returns. */
@@ -9,8 +10,9 @@ export const MAX_FILTERED_ROWS = 1000;
 
 /**
  * Step 5: inject_db_context values. Table and column names come from configuration checked against
- * the schema at load; the caller's id and payload values are bound parameters. A failing query is
- * 500 db_context_failed; a $payload field that is absent is 400.
+ * the schema at load; the caller's id and payload values are bound parameters, payload values converted
+ * to the filter column's type first. A failing query is 500 db_context_failed; a $payload field that is
+ * absent, not a single value or not convertible to the column's type is 400.
  */
 export function dbContextStep(db: Database, reads: PreparedReads): GatewayMiddleware {
   /** Each entry's query, prepared on first use; a reload makes new entries, so old ones just go. */
@@ -22,20 +24,10 @@ export function dbContextStep(db: Database, reads: PreparedReads): GatewayMiddle
   };
   return async (ctx, next) => {
     const { dbContext: entries } = ctx.state.endpoint!;
-    const payload = ctx.state.payload!;
-    for (const entry of entries) {
-      if (!entry.filter) continue;
-      const value = payload[entry.filter.payloadField];
-      if (value === undefined) {
-        throw invalidPayload([{ field: entry.filter.payloadField, rule: 'required', message: `${entry.filter.payloadField} is needed to look up ${entry.key}` }]);
-      }
-      if (value !== null && typeof value === 'object') {
-        throw invalidPayload([{ field: entry.filter.payloadField, rule: 'type', message: `${entry.filter.payloadField} must be a single value to look up ${entry.key}` }]);
-      }
-    }
+    const filterValues = entries.map((entry) => (entry.filter ? filterValue(entry, ctx.state.payload!) : undefined));
     const dbContext: Record<string, unknown> = {};
     try {
-      const values = await Promise.all(entries.map((entry) => fetchEntry(queryOf(entry), entry, ctx.state.caller!.id, payload)));
+      const values = await Promise.all(entries.map((entry, index) => fetchEntry(queryOf(entry), entry, ctx.state.caller!.id, filterValues[index])));
       entries.forEach((entry, index) => (dbContext[entry.key] = values[index]));
     } catch (err) {
       throw new GatewayError(500, 'db_context_failed', 'the database context could not be fetched', { cause: err });
@@ -52,9 +44,22 @@ function prepareEntry(db: Database, reads: PreparedReads, entry: DbContextEntry)
   return reads.prepare((param) => db(entry.table).where(entry.ownerColumn!, param(0)).first(entry.column), { cached: true });
 }
 
-async function fetchEntry(read: PreparedRead, entry: DbContextEntry, userId: number, payload: Record<string, unknown>): Promise<unknown> {
+/** The payload value a filtered entry compares, as the filter column's type: absent, not a scalar or not convertible is 400. */
+function filterValue(entry: DbContextEntry, payload: Record<string, unknown>): unknown {
+  const { payloadField: field, type } = entry.filter!;
+  const value = payload[field];
+  if (value === undefined) throw invalidPayload([{ field, rule: 'required', message: `${field} is needed to look up ${entry.key}` }]);
+  if (value !== null && typeof value === 'object') {
+    throw invalidPayload([{ field, rule: 'type', message: `${field} must be a single value to look up ${entry.key}` }]);
+  }
+  const converted = type.convert(value);
+  if (converted === NOT_CONVERTIBLE) throw invalidPayload([{ field, rule: 'type', message: `${field} must be ${type.expected} to look up ${entry.key}` }]);
+  return converted;
+}
+
+async function fetchEntry(read: PreparedRead, entry: DbContextEntry, userId: number, filterValue: unknown): Promise<unknown> {
   if (entry.filter) {
-    const rows = await read.all([payload[entry.filter.payloadField]]);
+    const rows = await read.all([filterValue]);
     return rows.map((row) => row[entry.column]);
   }
   const [row] = await read.all([userId]);

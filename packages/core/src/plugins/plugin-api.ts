@@ -9,6 +9,7 @@ import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import type { Logger } from '../log.js';
 import type { PluginMetrics } from '../ops/metrics.js';
 import type { DatabaseSchema } from '../toolkits/database-schema.js';
+import type { ResponseDescription } from './response-description.js';
 
 /** Bumped on any incompatible change of this file. A plugin states the version it was written for. */
 export const PLUGIN_API_VERSION = 1;
@@ -62,6 +63,8 @@ export interface EndpointType<Config> {
   check?(config: Config, env: CheckEnvironment): ConfigIssue[];
   /** Runs one request. Return JSON-able data for the envelope, a StreamedResponse, or throw a GatewayError. */
   execute(call: EndpointCall<Config>): Promise<unknown>;
+  /** Optional: what this endpoint's answers look like, for the OpenAPI description. */
+  describeResponse?(config: Config): ResponseDescription;
 }
 
 export interface ConfigIssue {

@@ -1,18 +1,21 @@
 import { statSync } from 'node:fs';
 import { ConfigError, type ServerConfig } from '../config/server-config.js';
-import { openDatabase } from '../db/connect.js';
+import { openDatabase, type Database } from '../db/connect.js';
 import { openPreparedReads } from '../db/prepared-reads.js';
 import { createLogger, type Logger } from '../log.js';
+import type { EndpointTypes } from '../plugins/endpoint-types.js';
 import { loadPlugins } from '../plugins/plugin-loader.js';
 import { compileToolkitFile } from './compile-toolkit.js';
 import type { ToolkitProblem } from './config-issues.js';
 import { readDatabaseSchema } from './database-schema.js';
-import { listToolkitFiles, ToolkitRegistry } from './toolkit-registry.js';
+import { listToolkitFiles, ToolkitRegistry, type ToolkitSnapshot } from './toolkit-registry.js';
 
 export interface DirectoryCheck {
   files: number;
   toolkits: string[];
   problems: ToolkitProblem[];
+  /** The toolkits that loaded. */
+  snapshot: ToolkitSnapshot;
 }
 
 const silent = createLogger('error', () => undefined);
@@ -29,12 +32,10 @@ export function requireToolkitDirectory(dir: string): void {
 }
 
 /**
- * `tkgate config check [DIR|FILE]`: loads a directory (or one file) exactly as `tkgate start` would (same
- * plugins, same live database schema) and reports every problem rather than the first.
+ * The configured plugins, loaded on the configured database as `tkgate start` would, for the CLI's
+ * offline commands (config check, openapi, schema); everything is closed when `work` ends.
  */
-export async function checkToolkitDirectory(target: string, config: ServerConfig, log: Logger): Promise<DirectoryCheck> {
-  const oneFile = statSync(target, { throwIfNoEntry: false })?.isFile() ?? false;
-  if (!oneFile) requireToolkitDirectory(target);
+export async function withLoadedPlugins<T>(config: ServerConfig, log: Logger, work: (types: EndpointTypes, db: Database) => Promise<T>): Promise<T> {
   const db = openDatabase(config.db);
   // Connect first: on SQLite this creates the file, which the read-only connection beside it requires.
   await db.raw('select 1');
@@ -42,12 +43,7 @@ export async function checkToolkitDirectory(target: string, config: ServerConfig
   try {
     const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options });
     try {
-      if (oneFile) {
-        const result = await compileToolkitFile(target, { schema: await readDatabaseSchema(db), types: plugins.types });
-        return 'toolkit' in result ? { files: 1, toolkits: [result.toolkit.name], problems: [] } : { files: 1, toolkits: [], problems: result.problems };
-      }
-      const { snapshot, problems } = await new ToolkitRegistry(target, db, plugins.types, silent).reload();
-      return { files: (await listToolkitFiles(target)).length, toolkits: [...snapshot.keys()], problems };
+      return await work(plugins.types, db);
     } finally {
       await plugins.close();
     }
@@ -55,4 +51,22 @@ export async function checkToolkitDirectory(target: string, config: ServerConfig
     reads.close();
     await db.destroy();
   }
+}
+
+/**
+ * `tkgate config check [DIR|FILE]`: loads a directory (or one file) exactly as `tkgate start` would (same
+ * plugins, same live database schema) and reports every problem rather than the first.
+ */
+export function checkToolkitDirectory(target: string, config: ServerConfig, log: Logger): Promise<DirectoryCheck> {
+  const oneFile = statSync(target, { throwIfNoEntry: false })?.isFile() ?? false;
+  if (!oneFile) requireToolkitDirectory(target);
+  return withLoadedPlugins(config, log, async (types, db) => {
+    if (oneFile) {
+      const result = await compileToolkitFile(target, { schema: await readDatabaseSchema(db), types });
+      if (!('toolkit' in result)) return { files: 1, toolkits: [], problems: result.problems, snapshot: new Map() };
+      return { files: 1, toolkits: [result.toolkit.name], problems: [], snapshot: new Map([[result.toolkit.name, result.toolkit]]) };
+    }
+    const { snapshot, problems } = await new ToolkitRegistry(target, db, types, silent).reload();
+    return { files: (await listToolkitFiles(target)).length, toolkits: [...snapshot.keys()], problems, snapshot };
+  });
 }

@@ -71,7 +71,8 @@ export function applyClientFilter(
   input: Record<string, unknown>,
   source: PayloadSource,
 ): { payload: Record<string, unknown>; problems: FieldProblem[] } {
-  const payload: Record<string, unknown> = {};
+  // No prototype: a field named like an inherited property (toString) is absent unless the client sent it.
+  const payload = Object.create(null) as Record<string, unknown>;
   for (const [field, value] of Object.entries(input)) {
     if (!filter.allowedFields || filter.allowedFields.has(field)) payload[field] = value;
   }

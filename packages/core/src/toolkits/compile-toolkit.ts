@@ -72,7 +72,7 @@ async function compileDocument(document: unknown, file: string, env: CompileEnvi
     }
     routes.set(endpoint.path, byMethod);
   }
-  return { name: config.name, kind: config.type, enabled: config.enabled, defaultGroup: config.default_group ?? null, file, routes };
+  return { name: config.name, kind: config.type, enabled: config.enabled, defaultGroup: config.default_group ?? null, description: config.description, file, routes };
 }
 
 async function compileEndpoint(
@@ -119,6 +119,7 @@ async function compileEndpoint(
     toolkit,
     path: config.path,
     methods: Array.isArray(config.method) ? [...new Set(config.method)] : [config.method],
+    description: config.description,
     minPower: config.permissions?.min_power ?? 0,
     clientFilter,
     dbContext,

@@ -9,6 +9,7 @@ export interface CompiledToolkit {
   kind: 'app' | 'lib';
   enabled: boolean;
   defaultGroup: string | null;
+  description?: string;
   file: string;
   /** Endpoints by path, then by method. */
   routes: ReadonlyMap<string, ReadonlyMap<string, CompiledEndpoint>>;
@@ -18,6 +19,7 @@ export interface CompiledEndpoint {
   toolkit: string;
   path: string;
   methods: readonly string[];
+  description?: string;
   minPower: number;
   clientFilter: CompiledClientFilter;
   dbContext: readonly DbContextEntry[];

@@ -1,11 +1,12 @@
 import { isMysql, type Database } from '../db/connect.js';
+import { COLUMN_TYPES, mysqlColumnKind, sqliteColumnKind, type ColumnKind, type ColumnType } from './column-types.js';
 
 /**
- * Tables and columns of the live database. Configuration names tables and columns only through this:
- * a name that is not here is a config error, so no unknown identifier ever reaches a query.
+ * Tables and columns of the live database, with each column's type. Configuration names tables and columns
+ * only through this: a name that is not here is a config error, so no unknown identifier ever reaches a query.
  */
 export class DatabaseSchema {
-  constructor(private readonly tables: ReadonlyMap<string, ReadonlySet<string>>) {}
+  constructor(private readonly tables: ReadonlyMap<string, ReadonlyMap<string, ColumnKind>>) {}
 
   hasTable(table: string): boolean {
     return this.tables.has(table);
@@ -16,7 +17,12 @@ export class DatabaseSchema {
   }
 
   columnsOf(table: string): string[] {
-    return [...(this.tables.get(table) ?? [])];
+    return [...(this.tables.get(table)?.keys() ?? [])];
+  }
+
+  /** How request values are compared with and stored into the column (see column-types.ts). */
+  columnType(table: string, column: string): ColumnType {
+    return COLUMN_TYPES[this.tables.get(table)?.get(column) ?? 'any'];
   }
 }
 
@@ -37,21 +43,21 @@ export function unreadable(schema: DatabaseSchema, table: string, column?: strin
 }
 
 export async function readDatabaseSchema(db: Database): Promise<DatabaseSchema> {
-  const tables = new Map<string, Set<string>>();
-  const add = (table: string, column: string) => {
-    if (!tables.has(table)) tables.set(table, new Set());
-    tables.get(table)!.add(column);
+  const tables = new Map<string, Map<string, ColumnKind>>();
+  const add = (table: string, column: string, kind: ColumnKind) => {
+    if (!tables.has(table)) tables.set(table, new Map());
+    tables.get(table)!.set(column, kind);
   };
   if (isMysql(db)) {
     const [rows] = (await db.raw(
-      'SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()',
-    )) as [Array<{ t: string; c: string }>];
-    for (const row of rows) add(row.t, row.c);
+      'SELECT TABLE_NAME AS t, COLUMN_NAME AS c, DATA_TYPE AS d, COLUMN_TYPE AS ct FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()',
+    )) as [Array<{ t: string; c: string; d: string; ct: string }>];
+    for (const row of rows) add(row.t, row.c, mysqlColumnKind(row.d, row.ct));
   } else {
     const names = (await db.raw("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")) as Array<{ name: string }>;
     for (const { name } of names) {
-      const columns = (await db.raw('SELECT name FROM pragma_table_info(?)', [name])) as Array<{ name: string }>;
-      for (const column of columns) add(name, column.name);
+      const columns = (await db.raw('SELECT name, type FROM pragma_table_info(?)', [name])) as Array<{ name: string; type: string }>;
+      for (const column of columns) add(name, column.name, sqliteColumnKind(column.type));
     }
   }
   return new DatabaseSchema(tables);

@@ -1,4 +1,5 @@
 import type { ConfigIssue } from '../plugins/plugin-api.js';
+import type { ColumnType } from './column-types.js';
 import { unreadable, type DatabaseSchema } from './database-schema.js';
 
 /**
@@ -13,11 +14,12 @@ export interface DbContextEntry {
   column: string;
   /** The column that identifies the caller's row (simple form). */
   ownerColumn?: 'id' | 'user_id';
-  filter?: { column: string; payloadField: string };
+  /** The payload value is converted to the filter column's type before it is bound (see column-types.ts). */
+  filter?: { column: string; payloadField: string; type: ColumnType };
 }
 
 const NAME = '[A-Za-z_][A-Za-z0-9_]*';
-const ENTRY = new RegExp(`^(${NAME})\\.(${NAME})(?:\\?(${NAME})=\\$payload\\.(${NAME}))?(?:\\s+as\\s+(${NAME}))?$`);
+export const ENTRY = new RegExp(`^(${NAME})\\.(${NAME})(?:\\?(${NAME})=\\$payload\\.(${NAME}))?(?:\\s+as\\s+(${NAME}))?$`);
 
 export function compileDbContext(
   entries: string[] | undefined,
@@ -43,7 +45,7 @@ export function compileDbContext(
       (filterColumn ? undefined : ownerProblem(schema, table, entry));
     if (problem) issues.push({ path, message: problem });
     if (filterColumn && payloadField) {
-      entry.filter = { column: filterColumn, payloadField };
+      entry.filter = { column: filterColumn, payloadField, type: schema.columnType(table, filterColumn) };
       if (payloadFields && !payloadFields.has(payloadField)) {
         issues.push({ path, message: `$payload.${payloadField} is not in client_filter.allowed_fields, so it would always be absent` });
       }

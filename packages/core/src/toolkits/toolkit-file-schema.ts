@@ -1,8 +1,10 @@
 import { z } from 'zod';
+import { ENTRY } from './db-context-entries.js';
 
 /**
  * The core keys of a toolkit file (SPEC section 5). Endpoint keys that are not listed here belong to the
- * endpoint's type and are validated by its plugin's schema.
+ * endpoint's type and are validated by its plugin's schema. Every key has a description: `tkgate schema`
+ * turns these schemas into the JSON Schema editors use for completion and hover text.
  */
 const fieldName = z.string().min(1).max(128);
 
@@ -10,21 +12,21 @@ export const FIELD_TYPES = ['string', 'integer', 'number', 'boolean', 'object', 
 export type FieldType = (typeof FIELD_TYPES)[number];
 
 const fieldRule = z.strictObject({
-  type: z.enum(FIELD_TYPES).optional(),
-  max_length: z.number().int().min(0).optional(),
-  pattern: z.string().max(1000).optional(),
-  allowed_values: z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])).min(1).optional(),
+  type: z.enum(FIELD_TYPES).optional().describe('The value\'s type. In GET query strings and forms, integer, number and boolean accept their string form.'),
+  max_length: z.number().int().min(0).optional().describe('Strings: at most this many characters (code points). Arrays: at most this many items.'),
+  pattern: z.string().max(1000).optional().describe('A regular expression (RE2 syntax: no backreferences or lookaround) the string must contain a match of; anchor with ^…$ for the whole value.'),
+  allowed_values: z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])).min(1).optional().describe('The value must equal one of these.'),
 });
 export type FieldRuleConfig = z.infer<typeof fieldRule>;
 
 export const PARSEABLE_CONTENT_TYPES = ['application/json', 'application/x-www-form-urlencoded'] as const;
 
 const clientFilter = z.strictObject({
-  allowed_fields: z.array(fieldName).optional(),
-  required_fields: z.array(fieldName).optional(),
-  max_body_bytes: z.number().int().min(0).optional(),
-  allowed_content_types: z.array(z.enum(PARSEABLE_CONTENT_TYPES)).min(1).optional(),
-  field_rules: z.record(fieldName, fieldRule).optional(),
+  allowed_fields: z.array(fieldName).optional().describe('Only these fields reach the endpoint; others are stripped silently. Absent: every field passes.'),
+  required_fields: z.array(fieldName).optional().describe('Each must be present (400 invalid_payload otherwise); must also be in allowed_fields when that is set.'),
+  max_body_bytes: z.number().int().min(0).optional().describe('A larger POST body is 400 invalid_payload (server.max_body_bytes still caps everything with 413).'),
+  allowed_content_types: z.array(z.enum(PARSEABLE_CONTENT_TYPES)).min(1).optional().describe('The POST body types accepted; default both.'),
+  field_rules: z.record(fieldName, fieldRule.describe('Rules for this field, checked when it is present.')).optional().describe('Rules per field, keyed by field name.'),
 });
 export type ClientFilterConfig = z.infer<typeof clientFilter>;
 
@@ -33,25 +35,40 @@ const method = z.enum(['GET', 'POST']);
 export const endpointCoreSchema = z.strictObject({
   path: z
     .string()
-    .regex(/^[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*$/, 'must be path segments like "items/search" (no leading or trailing slash)'),
-  method: z.union([method, z.array(method).min(1)]),
-  type: z.string().min(1),
-  description: z.string().optional(),
-  permissions: z.strictObject({ min_power: z.number().int() }).optional(),
-  client_filter: clientFilter.optional(),
-  inject_db_context: z.array(z.string()).optional(),
-  overwrite_wrapping: z.array(z.string()).optional(),
+    .regex(/^[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*$/, 'must be path segments like "items/search" (no leading or trailing slash)')
+    .describe('The part after {base}/tk/{type}/{name}/: segments of [A-Za-z0-9._~-], no leading or trailing slash.'),
+  method: z.union([method, z.array(method).min(1)]).describe('GET (payload from the query string), POST (payload from the body), or both as a list.'),
+  type: z.string().min(1).describe('The endpoint type: internal, http, exec, or one a loaded plugin registers. Its own keys go beside the core keys.'),
+  description: z.string().optional().describe('What the endpoint does, for people; shown in the OpenAPI description.'),
+  permissions: z
+    .strictObject({ min_power: z.number().int().describe('Callers below this power get 403 forbidden (default 0).') })
+    .optional()
+    .describe('Who may call the endpoint.'),
+  client_filter: clientFilter.optional().describe('Checks on the payload (query string for GET, body for POST), before anything else reads it.'),
+  inject_db_context: z
+    .array(
+      z
+        .string()
+        .describe('table.column (the caller\'s row), table.column?filter_column=$payload.field (every matching row), optionally followed by " as key".')
+        // For editors only: compileDbContext checks the same form with its own message.
+        .meta({ pattern: `^\\s*${ENTRY.source.slice(1, -1)}\\s*$` }),
+    )
+    .optional()
+    .describe('Values read from the database into db_context.'),
+  overwrite_wrapping: z
+    .array(z.string().describe('-field removes a top-level context field; name moves db_context.name to the top level.'))
+    .optional()
+    .describe('Changes to the request context, applied in order before the endpoint type runs.'),
 });
 export type EndpointCoreConfig = z.infer<typeof endpointCoreSchema>;
 export const ENDPOINT_CORE_KEYS = new Set(Object.keys(endpointCoreSchema.shape));
 
 export const toolkitFileSchema = z.strictObject({
-  name: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'must match [a-z0-9][a-z0-9_-]*').max(64),
-  type: z.enum(['app', 'lib']),
-  enabled: z.boolean().default(true),
-  description: z.string().optional(),
-  default_group: z.string().min(1).max(64).optional(),
-  endpoints: z.array(z.record(z.string(), z.unknown())).min(1),
+  name: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'must match [a-z0-9][a-z0-9_-]*').max(64).describe('The toolkit\'s name, unique across all files: [a-z0-9][a-z0-9_-]*. The file name does not matter.'),
+  type: z.enum(['app', 'lib']).describe('app or lib: the endpoints are served under {base}/tk/app/<name>/ or {base}/tk/lib/<name>/.'),
+  enabled: z.boolean().default(true).describe('false: every endpoint answers 404 toolkit_not_found (default true).'),
+  description: z.string().optional().describe('What the toolkit is for, for people; shown in the OpenAPI description.'),
+  default_group: z.string().min(1).max(64).optional().describe('The toolkit group of callers without an override or an association.'),
+  endpoints: z.array(z.record(z.string(), z.unknown()).describe('One endpoint: core keys plus its type\'s keys.')).min(1).describe('The toolkit\'s endpoints; at least one.'),
 });
 export type ToolkitFileConfig = z.infer<typeof toolkitFileSchema>;
-

@@ -1,0 +1,42 @@
+import type { GatewayMiddleware } from './context.js';
+
+/** What a preflight may ask for: the gateway's methods, and the two headers its clients send. */
+const PREFLIGHT_HEADERS = {
+  'Access-Control-Allow-Methods': 'GET, HEAD, POST',
+  'Access-Control-Allow-Headers': 'authorization, content-type',
+  'Access-Control-Max-Age': '600',
+};
+
+/**
+ * Response headers a page may read besides the CORS-safelisted ones: the request id, Retry-After of a
+ * 429/503, and the file name of a passthrough download.
+ */
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Content-Disposition';
+
+/**
+ * CORS for `server.cors.origins` (SPEC section 10): undefined when the list is empty, so the gateway does
+ * no CORS work at all. A listed origin's preflight is answered here, before authentication and routing;
+ * its other requests carry Allow-Origin and Expose-Headers whatever their answer (errors included, since
+ * this runs outside the error envelope). An unlisted origin gets no CORS header and the browser refuses.
+ * Tokens travel in the Authorization header, never in cookies, so Allow-Credentials is never sent and
+ * `["*"]` is answered with a literal `*`.
+ */
+export function cors(origins: readonly string[]): GatewayMiddleware | undefined {
+  if (origins.length === 0) return undefined;
+  const anyOrigin = origins.includes('*');
+  const listed = new Set(origins);
+  return async (ctx, next) => {
+    // With a list, the answer depends on the Origin header: shared caches must keep them apart.
+    if (!anyOrigin) ctx.vary('Origin');
+    const origin = ctx.get('origin');
+    if (origin === '' || !(anyOrigin || listed.has(origin))) return next();
+    ctx.set('Access-Control-Allow-Origin', anyOrigin ? '*' : origin);
+    if (ctx.method === 'OPTIONS' && ctx.get('access-control-request-method') !== '') {
+      ctx.set(PREFLIGHT_HEADERS);
+      ctx.status = 204;
+      return;
+    }
+    ctx.set('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+    await next();
+  };
+}

@@ -1,0 +1,120 @@
+import type { JsonSchema } from '../plugins/response-description.js';
+import { errorResponses, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, successResponse, UNAUTHORIZED } from './envelope-schemas.js';
+
+/** The auth endpoints of SPEC section 4 and the description itself, as OpenAPI path items. */
+
+const user = {
+  type: 'object',
+  required: ['id', 'username', 'power'],
+  properties: { id: { type: 'integer' }, username: { type: 'string' }, power: { type: 'integer' } },
+};
+const time = { type: 'string', format: 'date-time' };
+
+const jsonBody = (schema: JsonSchema, maxBodyBytes: number): JsonSchema => ({
+  required: true,
+  content: { 'application/json': { schema } },
+  'x-max-body-bytes': maxBodyBytes,
+});
+
+export interface AuthPathOptions {
+  maxBodyBytes: number;
+  /** Whether clear-sessions is listed: the caller's power reaches auth.admin_power (always for the CLI). */
+  admin: boolean;
+}
+
+export function authPaths({ maxBodyBytes, admin }: AuthPathOptions): Record<string, JsonSchema> {
+  const paths: Record<string, JsonSchema> = {
+    '/auth/login': {
+      post: {
+        operationId: 'auth.login',
+        tags: ['auth'],
+        summary: 'Log in: a session token for the Authorization header.',
+        security: [],
+        requestBody: jsonBody(
+          {
+            type: 'object',
+            required: ['username', 'password'],
+            properties: { username: { type: 'string', minLength: 1 }, password: { type: 'string', minLength: 1 } },
+          },
+          maxBodyBytes,
+        ),
+        responses: {
+          200: successResponse('A new session.', {
+            type: 'object',
+            required: ['token', 'token_type', 'expires_at', 'idle_timeout_s', 'user'],
+            properties: { token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_at: time, idle_timeout_s: { type: 'integer' }, user },
+          }),
+          ...errorResponses([
+            INVALID_PAYLOAD,
+            { status: 401, code: 'invalid_credentials', description: 'unknown user, wrong password or disabled user.' },
+            PAYLOAD_TOO_LARGE,
+            { status: 429, code: 'rate_limited', description: 'too many failed logins for this username and address; see Retry-After.' },
+            { status: 503, code: 'busy', description: 'too many logins wait for hashing; see Retry-After.' },
+          ]),
+        },
+      },
+    },
+    '/auth/logout': {
+      post: {
+        operationId: 'auth.logout',
+        tags: ['auth'],
+        summary: 'End this session.',
+        responses: { 200: successResponse('The session is ended.', { type: 'object', properties: { logged_out: { const: true } } }), ...errorResponses([UNAUTHORIZED]) },
+      },
+    },
+    '/auth/status': {
+      get: {
+        operationId: 'auth.status',
+        tags: ['auth'],
+        summary: 'This session (does not count as use).',
+        responses: {
+          200: successResponse('The live session.', {
+            type: 'object',
+            properties: { active: { const: true }, user, created_at: time, last_used_at: time, expires_at: time },
+          }),
+          ...errorResponses([UNAUTHORIZED]),
+        },
+      },
+    },
+    '/openapi.json': {
+      get: {
+        operationId: 'openapi',
+        tags: ['auth'],
+        summary: 'This description, for the caller: the endpoints their power reaches.',
+        responses: {
+          200: { description: 'An OpenAPI 3.1 document (not wrapped in the envelope).', content: { 'application/json': { schema: { type: 'object' } } } },
+          ...errorResponses([UNAUTHORIZED]),
+        },
+      },
+    },
+  };
+  if (admin) {
+    paths['/auth/clear-sessions'] = {
+      post: {
+        operationId: 'auth.clearSessions',
+        tags: ['auth'],
+        summary: "End every session of a user (needs auth.admin_power).",
+        requestBody: jsonBody(
+          {
+            oneOf: [
+              { type: 'object', required: ['username'], properties: { username: { type: 'string' } } },
+              { type: 'object', required: ['user_id'], properties: { user_id: { type: 'integer' } } },
+            ],
+          },
+          maxBodyBytes,
+        ),
+        responses: {
+          200: successResponse('The sessions ended.', { type: 'object', properties: { user_id: { type: 'integer' }, cleared: { type: 'integer' } } }),
+          ...errorResponses([
+            INVALID_PAYLOAD,
+            UNAUTHORIZED,
+            { status: 403, code: 'forbidden', description: 'the caller is below auth.admin_power.' },
+            { status: 404, code: 'user_not_found', description: 'no such user.' },
+            PAYLOAD_TOO_LARGE,
+          ]),
+        },
+      },
+    };
+  }
+  return paths;
+}

@@ -1,0 +1,55 @@
+import { createRequire } from 'node:module';
+import type { JsonSchema } from '../plugins/response-description.js';
+import type { CompiledEndpoint } from '../toolkits/compiled-toolkit.js';
+import type { ToolkitSnapshot } from '../toolkits/toolkit-registry.js';
+import { authPaths } from './auth-paths.js';
+import { components } from './envelope-schemas.js';
+import { toolkitPaths } from './toolkit-paths.js';
+
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+
+export interface DocumentOptions {
+  /** server.base_url: the document's server. */
+  baseUrl: string;
+  /** server.max_body_bytes. */
+  maxBodyBytes: number;
+  /** The caller's power: only endpoints it reaches are described. Absent: every endpoint (`tkgate openapi`). */
+  power?: number;
+  /** auth.admin_power: clear-sessions is described for callers who reach it. */
+  adminPower: number;
+  /** Only this toolkit (`tkgate openapi --toolkit NAME`). */
+  toolkit?: string;
+}
+
+/**
+ * The OpenAPI 3.1 description of SPEC section 10, built from one toolkit snapshot: the auth endpoints and
+ * every endpoint of an enabled toolkit that the caller's power reaches.
+ */
+export function openApiDocument(snapshot: ToolkitSnapshot, options: DocumentOptions): JsonSchema {
+  const { power } = options;
+  const reaches = power === undefined ? () => true : (endpoint: CompiledEndpoint) => power >= endpoint.minPower;
+  const toolkits = [...snapshot.values()]
+    .filter((toolkit) => toolkit.enabled && (options.toolkit === undefined || toolkit.name === options.toolkit))
+    .sort((a, b) => a.name.localeCompare(b.name));
+  const paths = authPaths({ maxBodyBytes: options.maxBodyBytes, admin: power === undefined || power >= options.adminPower });
+  const tags: JsonSchema[] = [{ name: 'auth', description: 'Sessions: log in, log out, status.' }];
+  for (const toolkit of toolkits) {
+    const own = toolkitPaths(toolkit, { maxBodyBytes: options.maxBodyBytes, reaches });
+    if (Object.keys(own).length === 0) continue;
+    Object.assign(paths, own);
+    tags.push({ name: toolkit.name, description: toolkit.description ?? `The ${toolkit.kind} toolkit ${toolkit.name}.` });
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'tkgate',
+      version,
+      description: 'Session authentication and toolkit endpoints. Every answer is JSON in one envelope, except passthrough downloads.',
+    },
+    servers: [{ url: options.baseUrl || '/' }],
+    security: [{ bearerAuth: [] }],
+    tags,
+    paths,
+    components,
+  };
+}

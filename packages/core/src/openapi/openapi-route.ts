@@ -1,0 +1,59 @@
+import Router from '@koa/router';
+import { authenticate } from '../auth/authenticate.js';
+import type { ServerConfig } from '../config/server-config.js';
+import { methodNotAllowed } from '../errors.js';
+import type { GatewayState } from '../http/context.js';
+import type { SessionStore } from '../sessions/session-store.js';
+import type { ToolkitRegistry, ToolkitSnapshot } from '../toolkits/toolkit-registry.js';
+import type { UserDirectory } from '../users/user-directory.js';
+import { openApiDocument } from './openapi-document.js';
+
+export interface OpenApiServices {
+  config: ServerConfig;
+  sessions: SessionStore;
+  users: UserDirectory;
+  registry: ToolkitRegistry;
+}
+
+/**
+ * The documents of one snapshot, by what a power reaches: callers whose power passes the same min_power
+ * thresholds (and auth.admin_power or not) see the same document, so there are at most a few per snapshot.
+ * Keyed weakly by the snapshot: a reload makes a new one, and the old documents go with it.
+ */
+class DocumentCache {
+  private readonly bySnapshot = new WeakMap<ToolkitSnapshot, { thresholds: number[]; documents: Map<string, string> }>();
+
+  constructor(private readonly config: ServerConfig) {}
+
+  documentFor(snapshot: ToolkitSnapshot, power: number): string {
+    let entry = this.bySnapshot.get(snapshot);
+    if (!entry) this.bySnapshot.set(snapshot, (entry = { thresholds: thresholdsOf(snapshot), documents: new Map() }));
+    const key = `${entry.thresholds.filter((threshold) => power >= threshold).length}:${power >= this.config.auth.admin_power}`;
+    let document = entry.documents.get(key);
+    if (document === undefined) {
+      const options = { baseUrl: this.config.server.base_url, maxBodyBytes: this.config.server.max_body_bytes, adminPower: this.config.auth.admin_power, power };
+      entry.documents.set(key, (document = JSON.stringify(openApiDocument(snapshot, options))));
+    }
+    return document;
+  }
+}
+
+function thresholdsOf(snapshot: ToolkitSnapshot): number[] {
+  const powers = new Set<number>();
+  for (const toolkit of snapshot.values()) for (const byMethod of toolkit.routes.values()) for (const endpoint of byMethod.values()) powers.add(endpoint.minPower);
+  return [...powers];
+}
+
+/** GET {base}/openapi.json: the description for the caller, from the live snapshot (it follows reloads). */
+export function openApiRoutes(services: OpenApiServices): Router<GatewayState> {
+  const router = new Router<GatewayState>({ prefix: services.config.server.base_url });
+  const cache = new DocumentCache(services.config);
+  router.get('/openapi.json', authenticate(services.sessions, services.users, { countsAsUse: true }), async (ctx) => {
+    ctx.body = cache.documentFor(services.registry.snapshot, ctx.state.caller!.power);
+    ctx.type = 'application/json';
+  });
+  router.all('/openapi.json', async () => {
+    throw methodNotAllowed(['GET']);
+  });
+  return router;
+}

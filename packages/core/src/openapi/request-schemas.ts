@@ -1,0 +1,58 @@
+import type { JsonSchema } from '../plugins/response-description.js';
+import type { CompiledClientFilter, CompiledFieldRule } from '../toolkits/client-filter.js';
+
+/**
+ * client_filter as OpenAPI: the query parameters of a GET, the request body of a POST. Fields not in
+ * allowed_fields are stripped rather than refused, so the schemas stay open (no additionalProperties: false).
+ */
+
+/** One field rule as JSON Schema. max_length is a length for strings and a count for arrays: both keywords say so. */
+export function fieldSchema(rule: CompiledFieldRule | undefined): JsonSchema {
+  const schema: JsonSchema = {};
+  if (rule?.type) schema.type = rule.type;
+  if (rule?.maxLength !== undefined) {
+    if (rule.type !== 'array') schema.maxLength = rule.maxLength;
+    if (rule.type === undefined || rule.type === 'array') schema.maxItems = rule.maxLength;
+  }
+  if (rule?.pattern) schema.pattern = rule.pattern.source;
+  if (rule?.allowedValues) schema.enum = rule.allowedValues;
+  return schema;
+}
+
+/** The fields the filter names, in a stable order: allowed, then required, then those with rules. */
+function namedFields(filter: CompiledClientFilter): string[] {
+  return [...new Set([...(filter.allowedFields ?? []), ...filter.requiredFields, ...filter.fieldRules.keys()])];
+}
+
+const OPEN_PAYLOAD_NOTE = 'Fields other than those listed are passed on too (no allowed_fields).';
+const STRIPPED_NOTE = 'Fields other than those listed are stripped.';
+
+/** GET: each field a query parameter. Numbers and booleans arrive as strings and are converted. */
+export function queryParameters(filter: CompiledClientFilter): JsonSchema[] {
+  return namedFields(filter).map((name) => ({
+    name,
+    in: 'query',
+    required: filter.requiredFields.includes(name),
+    schema: fieldSchema(filter.fieldRules.get(name)),
+  }));
+}
+
+/** POST: the body, as JSON and/or a form, with its size limit in x-max-body-bytes. */
+export function requestBody(filter: CompiledClientFilter, serverMaxBodyBytes: number): JsonSchema {
+  const properties = Object.fromEntries(namedFields(filter).map((name) => [name, fieldSchema(filter.fieldRules.get(name))]));
+  const schema: JsonSchema = {
+    type: 'object',
+    properties,
+    description: filter.allowedFields ? STRIPPED_NOTE : OPEN_PAYLOAD_NOTE,
+  };
+  if (filter.requiredFields.length > 0) schema.required = [...filter.requiredFields];
+  const maxBodyBytes = Math.min(filter.maxBodyBytes ?? serverMaxBodyBytes, serverMaxBodyBytes);
+  return {
+    required: filter.requiredFields.length > 0,
+    content: Object.fromEntries(filter.allowedContentTypes.map((type) => [type, { schema }])),
+    'x-max-body-bytes': maxBodyBytes,
+  };
+}
+
+/** A note for a GET operation whose parameters are not the whole story. */
+export const queryNote = (filter: CompiledClientFilter): string => (filter.allowedFields ? STRIPPED_NOTE : OPEN_PAYLOAD_NOTE);

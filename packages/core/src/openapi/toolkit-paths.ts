@@ -1,0 +1,58 @@
+import type { JsonSchema } from '../plugins/response-description.js';
+import type { CompiledEndpoint, CompiledToolkit } from '../toolkits/compiled-toolkit.js';
+import { errorResponses, INTERNAL_ERROR, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, successResponse, UNAUTHORIZED, type ErrorCase } from './envelope-schemas.js';
+import { queryNote, queryParameters, requestBody } from './request-schemas.js';
+
+/** One toolkit's endpoints as OpenAPI path items, each method an operation; `reaches` filters by power. */
+
+const NOT_FOUND: ErrorCase[] = [
+  { status: 404, code: 'toolkit_not_found', description: 'the toolkit was removed or disabled since.' },
+  { status: 404, code: 'endpoint_not_found', description: 'the endpoint was removed since.' },
+];
+const DB_CONTEXT_FAILED: ErrorCase = { status: 500, code: 'db_context_failed', description: 'reading inject_db_context failed; the cause is logged.' };
+
+export interface ToolkitPathOptions {
+  maxBodyBytes: number;
+  /** Whether the caller may call an endpoint (undefined: every endpoint, as for `tkgate openapi`). */
+  reaches: (endpoint: CompiledEndpoint) => boolean;
+}
+
+export function toolkitPaths(toolkit: CompiledToolkit, options: ToolkitPathOptions): Record<string, JsonSchema> {
+  const paths: Record<string, JsonSchema> = {};
+  for (const [path, byMethod] of [...toolkit.routes].sort(([a], [b]) => a.localeCompare(b))) {
+    const item: JsonSchema = {};
+    for (const [method, endpoint] of byMethod) {
+      if (options.reaches(endpoint)) item[method.toLowerCase()] = operation(toolkit, endpoint, method, options.maxBodyBytes);
+    }
+    if (Object.keys(item).length > 0) paths[`/tk/${toolkit.kind}/${toolkit.name}/${path}`] = item;
+  }
+  return paths;
+}
+
+function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method: string, maxBodyBytes: number): JsonSchema {
+  const described = endpoint.type.describeResponse?.(endpoint.typeConfig) ?? {};
+  const filter = endpoint.clientFilter;
+  const errors: ErrorCase[] = [UNAUTHORIZED, ...NOT_FOUND, INVALID_PAYLOAD, INTERNAL_ERROR, ...(described.errors ?? [])];
+  if (endpoint.minPower > 0) errors.push({ status: 403, code: 'forbidden', description: `the caller's power is below ${endpoint.minPower}.` });
+  if (endpoint.dbContext.length > 0) errors.push(DB_CONTEXT_FAILED);
+  const op: JsonSchema = {
+    operationId: `tk.${toolkit.kind}.${toolkit.name}.${endpoint.path.replaceAll('/', '.')}.${method.toLowerCase()}`,
+    tags: [toolkit.name],
+    // Nothing of the type's configuration (upstream URLs, commands) is shown: only what a caller needs.
+    summary: endpoint.description?.split('\n')[0] ?? `${method} ${endpoint.path}`,
+    'x-min-power': endpoint.minPower,
+  };
+  if (endpoint.description) op.description = endpoint.description;
+  if (method === 'GET') {
+    op.parameters = queryParameters(filter);
+    op.description = [endpoint.description, queryNote(filter)].filter(Boolean).join('\n\n');
+  } else {
+    op.requestBody = requestBody(filter, maxBodyBytes);
+    errors.push(PAYLOAD_TOO_LARGE);
+  }
+  op.responses = {
+    200: described.raw ?? successResponse('The endpoint\'s result, in the envelope.', described.data),
+    ...errorResponses(errors),
+  };
+  return op;
+}
