@@ -1,21 +1,16 @@
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
+import { alive, scriptWriter } from '../support/executables.js';
 import { sleep } from '../support/fixtures.js';
 import { toolkitClient } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
 import { withGateway } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
 
-const bin = tempDir('tkgate-exec-bin-');
 const work = tempDir('tkgate-exec-work-');
-function script(name: string, body: string): string {
-  const file = path.join(bin, name);
-  writeFileSync(file, `#!/bin/sh\n${body}\n`);
-  chmodSync(file, 0o755);
-  return file;
-}
+const script = scriptWriter('tkgate-exec-bin-');
 const lastArg = script('last-arg', 'for a; do last=$a; done; printf "%s" "$last"');
 const plain = script('plain', 'echo "plain text, not JSON"');
 const failing = script('failing', 'echo "stderr secret: db password hunter2" >&2; exit 7');
@@ -57,15 +52,6 @@ const tools = {
 mkdirSync(path.join(work, 'tiny'));
 mkdirSync(path.join(work, 'shared'));
 
-/** A killed process whose parent died waits as a zombie until init reaps it: dead all the same. */
-const alive = (pid: number) => {
-  try {
-    const state = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.charAt(0);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-};
 
 for (const dialect of dialects) {
   describe(`exec endpoints (${dialect.name})`, () => {
@@ -194,7 +180,7 @@ for (const dialect of dialects) {
 
     it('replaces a spawn helper that dies, failing only the runs it held', async () => {
       const { execFileSync } = await import('node:child_process');
-      const helpers = execFileSync('pgrep', ['-P', String(s.gateway.child.pid), '-f', 'spawn-helper']).toString().trim().split('\n').map(Number);
+      const helpers = execFileSync('pgrep', ['-f', `spawn-helper\\.js ${s.gateway.child.pid}$`]).toString().trim().split('\n').map(Number);
       expect(helpers.length).to.be.at.least(1);
       for (const pid of helpers) process.kill(pid, 'SIGKILL');
       await sleep(300);

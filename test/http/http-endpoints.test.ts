@@ -23,7 +23,7 @@ const proxy = {
   endpoints: [
     { ...route('json', `${upstream.url}/json`, { headers: { 'X-Api-Key': 'configured-key' } }), inject_db_context: ['users.username as login'], overwrite_wrapping: ['-power'] },
     route('empty', `${upstream.url}/empty`),
-    route('large-json', `${upstream.url}/large-json`),
+    route('large-json', `${upstream.url}/large-json`, { max_response_bytes: 10 * 1024 * 1024 }),
     route('status-404', `${upstream.url}/status/404`),
     route('status-500', `${upstream.url}/status/500`),
     route('text', `${upstream.url}/text`),
@@ -242,6 +242,12 @@ for (const [dialect, transport] of runs) {
       controller.abort();
       for (let i = 0; i < 40 && !upstream.abandoned.includes('/endless'); i++) await sleep(50);
       expect(upstream.abandoned).to.include('/endless');
+      // A client leaving mid-stream is an info line, not an error with a stack.
+      const requestId = response.headers.get('x-request-id');
+      const ofRequest = () => s.gateway.logs.filter((record) => record.request_id === requestId);
+      for (let i = 0; i < 40 && !ofRequest().some((record) => record.msg === 'client left during a streamed response'); i++) await sleep(50);
+      expect(ofRequest().map((record) => [record.level, record.msg])).to.deep.include(['info', 'client left during a streamed response']);
+      expect(ofRequest().filter((record) => record.level === 'error' || record.err !== undefined)).to.deep.equal([]);
       const abandonedSlow = upstream.abandoned.filter((url) => url === '/slow').length;
       const slowController = new AbortController();
       const slow = fetch(`${s.gateway.base}/tk/app/proxy/slow`, { headers: { authorization: `Bearer ${token}` }, signal: slowController.signal }).catch(() => 'aborted');

@@ -37,6 +37,8 @@ export interface GatewayOptions {
   prepare?: (db: Testbed['db']) => Promise<void>;
   /** The toolkit directory (see toolkit-files.ts); the gateway watches it. */
   toolkitsDir?: string;
+  /** Extra environment variables of the gateway process. */
+  env?: Record<string, string>;
 }
 
 export function withGateway(dialect: DialectTarget, users: UserSpec, config: Record<string, unknown> = {}, options: GatewayOptions = {}): GatewaySuite {
@@ -45,7 +47,7 @@ export function withGateway(dialect: DialectTarget, users: UserSpec, config: Rec
     await fillDatabase(suite, dialect, users);
     await options.prepare?.(suite.bed.db);
     const toolkits = options.toolkitsDir ? { toolkits: { dir: options.toolkitsDir, watch: true }, plugins: pluginsWithTestFunctions } : {};
-    suite.gateway = await startGateway({ config: { ...toolkits, ...config, db: suite.bed.dbConfig } });
+    suite.gateway = await startGateway({ config: { ...toolkits, ...config, db: suite.bed.dbConfig }, env: options.env });
     suite.auth = authClient(suite.gateway.base);
     suite.login = (username) => loginToken(suite.gateway.base, username, passwordOf(username));
   });

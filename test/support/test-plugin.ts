@@ -1,4 +1,4 @@
-import { GatewayError, PLUGIN_API_VERSION, type TkgatePlugin } from '@tkgate/core';
+import { GatewayError, PLUGIN_API_VERSION, z, type TkgatePlugin } from '@tkgate/core';
 
 /** Named functions for tests, loaded by path like any third-party plugin. */
 const plugin: TkgatePlugin = {
@@ -22,6 +22,20 @@ const plugin: TkgatePlugin = {
     });
     api.registerFunction('teapot', () => {
       throw new GatewayError(418, 'teapot', 'I am a teapot', { details: { brew: 'tea' } });
+    });
+    // `type: probe` answers its `version` after `sleep_ms`, and logs when a version of it retires (onRetire).
+    const versions = new WeakMap<object, string>();
+    api.registerEndpointType({
+      type: 'probe',
+      configSchema: z.strictObject({ version: z.string(), sleep_ms: z.number().int().min(0).default(0) }),
+      async execute({ config, endpoint }) {
+        versions.set(endpoint.key, config.version);
+        await new Promise((resolve) => setTimeout(resolve, config.sleep_ms));
+        return { version: config.version };
+      },
+      onRetire(endpoint) {
+        api.log.info('probe retired', { toolkit: endpoint.toolkit, endpoint: endpoint.path, version: versions.get(endpoint.key) ?? null });
+      },
     });
   },
 };

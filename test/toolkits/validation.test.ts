@@ -1,7 +1,10 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import { runCli } from '../support/cli.js';
 import { dialects } from '../support/databases.js';
 import { writeConfig } from '../support/gateway-process.js';
+import { tempDir } from '../support/paths.js';
 import { withDatabase } from '../support/suite.js';
 import { createToolkitTables } from '../support/tables.js';
 import { echoEndpoint, pluginsWithTestFunctions, toolkitDir, type ToolkitDoc } from '../support/toolkit-files.js';
@@ -20,7 +23,7 @@ const broken: Array<[string, ToolkitDoc | string, string, RegExp]> = [
   ['wrong-type.yaml', toolkit('a3', [echoEndpoint()], { enabled: 'yes' }), 'enabled', /boolean/],
   ['no-endpoints.yaml', toolkit('a4', []), 'endpoints', /.+/],
   ['unknown-endpoint-key.yaml', toolkit('a5', [internal({ colour: 1 })]), 'endpoints.0.colour', /nrecognized key|unknown key/],
-  ['unknown-type.yaml', toolkit('a6', [{ path: 'x', method: 'GET', type: 'ftp' }]), 'endpoints.0.type', /unknown endpoint type ftp \(loaded: internal, http, exec\)/],
+  ['unknown-type.yaml', toolkit('a6', [{ path: 'x', method: 'GET', type: 'ftp' }]), 'endpoints.0.type', /unknown endpoint type ftp \(loaded: internal, http, exec, probe\)/],
   ['bad-method.yaml', toolkit('a7', [internal({ method: 'DELETE' })]), 'endpoints.0.method', /.+/],
   ['bad-regex.yaml', toolkit('a8', [internal({ client_filter: { field_rules: { q: { type: 'string', pattern: '(unclosed' } } } })]), 'endpoints.0.client_filter.field_rules.q.pattern', /not a valid \(RE2\) regular expression/],
   ['backreference.yaml', toolkit('a9', [internal({ client_filter: { field_rules: { q: { pattern: '(a)\\1' } } } })]), 'endpoints.0.client_filter.field_rules.q.pattern', /regular expression/],
@@ -83,11 +86,47 @@ for (const dialect of dialects) {
       expect(result.stdout).to.equal('2 file(s), toolkits: one, two: OK\n');
     });
 
-    it('refuses two files defining one toolkit name', async () => {
+    it('refuses both files defining one toolkit name, or the copy when one file is named after the toolkit', async () => {
       const dir = toolkitDir({ 'a.yaml': toolkit('same', [echoEndpoint()]), 'b.yaml': toolkit('same', [echoEndpoint()]) });
       const result = await runCli(['config', 'check', dir, '--config', config]);
       expect(result.code).to.equal(1);
-      expect(result.stdout).to.equal('b.yaml: name: toolkit same is already defined in a.yaml\n');
+      expect(result.stdout).to.equal(
+        'a.yaml: name: toolkit same is defined in a.yaml and b.yaml: a name defined in several files is refused in each\n' +
+          'b.yaml: name: toolkit same is defined in a.yaml and b.yaml: a name defined in several files is refused in each\n',
+      );
+      const named = toolkitDir({ 'kit.yaml': toolkit('kit', [echoEndpoint()]), 'kit-backup.yaml': toolkit('kit', [echoEndpoint()]) });
+      const copy = await runCli(['config', 'check', named, '--config', config]);
+      expect(copy.code).to.equal(1);
+      expect(copy.stdout).to.equal('kit-backup.yaml: name: toolkit kit is also defined in kit.yaml, the file named after it; this copy is refused\n');
+    });
+
+    it('tkgate config check: a UTF-8 BOM is accepted in JSON as in YAML; UTF-16/32 and oversized files are named as such', async () => {
+      const doc = (name: string) => JSON.stringify(toolkit(name, [echoEndpoint()]));
+      const dir = toolkitDir({});
+      writeFileSync(path.join(dir, 'bom.json'), `\uFEFF${doc('bom-json')}`);
+      writeFileSync(path.join(dir, 'bom.yaml'), `\uFEFF${doc('bom-yaml')}`);
+      writeFileSync(path.join(dir, 'wide.json'), Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(doc('wide'), 'utf16le')]));
+      writeFileSync(path.join(dir, 'wide-be.yaml'), Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(doc('wide-be'), 'utf16le').swap16()]));
+      writeFileSync(path.join(dir, 'wider.json'), Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), Buffer.from(doc('wider'), 'utf16le')]));
+      writeFileSync(path.join(dir, 'no-bom.json'), Buffer.from(doc('no-bom'), 'utf16le'));
+      writeFileSync(path.join(dir, 'latin1.yaml'), Buffer.from('name: caf\xe9\n', 'latin1'));
+      const big = doc('big').replace('{', `{"description": "${'x'.repeat(3000)}",`);
+      writeFileSync(path.join(dir, 'big.json'), big);
+      const small = writeConfig({ db: s.bed.dbConfig, plugins: pluginsWithTestFunctions, toolkits: { max_file_bytes: 2048 } }, tempDir());
+      const result = await runCli(['config', 'check', dir, '--config', small]);
+      expect(result.code).to.equal(1);
+      expect(result.stdout.trim().split('\n').sort()).to.deep.equal([
+        `big.json: (file): is ${big.length} bytes, larger than toolkits.max_file_bytes (2048)`,
+        'latin1.yaml: (file): is not valid UTF-8; save it as UTF-8',
+        'no-bom.json: (file): contains NUL bytes: it looks like UTF-16 or UTF-32; save it as UTF-8',
+        'wide-be.yaml: (file): is encoded as UTF-16 BE; save it as UTF-8',
+        'wide.json: (file): is encoded as UTF-16 LE; save it as UTF-8',
+        'wider.json: (file): is encoded as UTF-32 LE; save it as UTF-8',
+      ]);
+      rmSync(path.join(dir, 'big.json'));
+      for (const file of ['latin1.yaml', 'no-bom.json', 'wide-be.yaml', 'wide.json', 'wider.json']) rmSync(path.join(dir, file));
+      const ok = await runCli(['config', 'check', dir, '--config', config]);
+      expect(ok.stdout).to.equal('2 file(s), toolkits: bom-json, bom-yaml: OK\n');
     });
 
     it('tkgate start refuses to start on a broken toolkit file, in one line', async () => {

@@ -17,7 +17,7 @@ import { SessionStore } from './sessions/session-store.js';
 import { requireToolkitDirectory } from './toolkits/check-directory.js';
 import { describeProblem } from './toolkits/config-issues.js';
 import { ToolkitRegistry, type ReloadOutcome } from './toolkits/toolkit-registry.js';
-import { watchToolkits } from './toolkits/toolkit-watcher.js';
+import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
 import { UserDirectory } from './users/user-directory.js';
 
 export interface RunningGateway {
@@ -114,17 +114,19 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options, metrics });
     cleanups.push(() => plugins.close());
     checkpoint();
-    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, log, (outcome) => {
-      if (readiness.toolkitsLoaded) metrics.reload(outcome.problems.length > 0 ? 'refused' : 'applied');
+    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, log, {
+      maxFileBytes: config.toolkits.max_file_bytes,
+      onReload: (outcome) => metrics.reload(outcome.problems.length > 0 ? 'refused' : 'applied'),
     });
-    const { problems } = await database(toolkits.reload());
+    const { problems } = await database(toolkits.load());
     if (problems.length > 0) {
       throw new ConfigError(`${problems.length} problem(s) in toolkit files: ${problems.map(describeProblem).join('; ')}`);
     }
     readiness.toolkitsLoaded = true;
     if (config.toolkits.watch) {
-      const watcher = watchToolkits(config.toolkits.dir, toolkits, log);
+      const watcher = new ToolkitWatcher(toolkits, { settleMs: config.toolkits.settle_ms, rescanIntervalMs: config.toolkits.rescan_interval_ms }, log);
       cleanups.push(() => watcher.close());
+      await watcher.start();
     }
 
     const policy = {
@@ -175,7 +177,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
       sessions,
       toolkits,
       rescan: async (reason) => {
-        const outcome = await toolkits.reload();
+        const outcome = await toolkits.rescan(reason);
         log.info('toolkits rescanned', { reason, toolkits: [...outcome.snapshot.keys()].sort(), problems: outcome.problems.length });
         return outcome;
       },

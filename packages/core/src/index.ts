@@ -54,6 +54,7 @@ export { jsonDepthExceeds } from './json/json-limits.js';
 /** zod, for plugin config schemas (any Standard Schema library works too). */
 export { z } from 'zod';
 export { durationMs } from './plugins/config-schemas.js';
+export { AdmissionGate, EndpointGates } from './plugins/admission-gate.js';
 export { checkToolkitDirectory, withLoadedPlugins } from './toolkits/check-directory.js';
 export { toolkitFileJsonSchema } from './toolkits/toolkit-json-schema.js';
 export { openApiDocument } from './openapi/openapi-document.js';

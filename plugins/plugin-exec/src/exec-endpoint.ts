@@ -1,7 +1,6 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
-import { GatewayError, type ConfigIssue, type EndpointCall } from '@tkgate/core';
-import { AdmissionGate } from './admission-gate.js';
+import { GatewayError, jsonDepthExceeds, type AdmissionGate, type ConfigIssue, type EndpointCall } from '@tkgate/core';
 import type { ExecConfig } from './exec-config.js';
 import { MAX_ARGUMENT_BYTES, type ProcessOutcome, type ProcessSpec } from './run-process.js';
 
@@ -31,6 +30,9 @@ function argv(config: ExecConfig, contextArgument: string): [string, string[]] {
   if (Array.isArray(config.command)) return [config.command[0]!, [...config.command.slice(1), contextArgument]];
   return ['/bin/sh', ['-c', config.command, 'sh', contextArgument]];
 }
+
+/** stdout nested deeper is answered as text (docs/toolkits.md). */
+const MAX_JSON_DEPTH = 64;
 
 const execFailed = (reason: string, cause: unknown, details: Record<string, unknown> = {}) =>
   new GatewayError(500, 'exec_failed', 'the command failed', { details: { reason, ...details }, cause });
@@ -83,9 +85,12 @@ function toData(outcome: ProcessOutcome, call: EndpointCall<ExecConfig>): unknow
     if (outcome.exitCode !== undefined) details.exit_code = outcome.exitCode;
     throw execFailed(outcome.reason, outcome.cause ?? new Error(`command ${outcome.reason}${outcome.signal ? ` (${outcome.signal})` : ''}`), details);
   }
+  const stdout = Buffer.from(outcome.stdout.buffer, outcome.stdout.byteOffset, outcome.stdout.byteLength).toString('utf8');
+  // JSON nested deeper than the envelope can safely serialise is not taken as data: the client gets it as text.
+  if (jsonDepthExceeds(stdout, MAX_JSON_DEPTH)) return { output: stdout };
   try {
-    return JSON.parse(outcome.stdout);
+    return JSON.parse(stdout);
   } catch {
-    return { output: outcome.stdout };
+    return { output: stdout };
   }
 }

@@ -1,8 +1,9 @@
-import { PLUGIN_API_VERSION, type EndpointType, type TkgatePlugin } from '@tkgate/core';
-import { AdmissionGate } from './admission-gate.js';
+import { AdmissionGate, EndpointGates, PLUGIN_API_VERSION, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { execConfigSchema, execOptionsSchema, type ExecConfig } from './exec-config.js';
 import { checkExecEndpoint, runExecEndpoint, type ExecServices } from './exec-endpoint.js';
 import { SpawnPool } from './spawn-pool.js';
+
+const BUSY = 'too many commands are running; try again shortly';
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-exec',
@@ -11,17 +12,12 @@ const plugin: TkgatePlugin = {
     const parsed = await api.readOptions(execOptionsSchema);
     const pool = new SpawnPool(parsed.spawn_helpers, api.log);
     api.onClose(() => pool.close());
-    /** One gate per live endpoint version; a reload starts a fresh one, the old goes with its last request. */
-    const perEndpoint = new WeakMap<object, AdmissionGate>();
-    const globalGate = new AdmissionGate(parsed.max_processes, parsed.max_queue);
+    const perEndpoint = new EndpointGates(BUSY);
+    const globalGate = new AdmissionGate(parsed.max_processes, parsed.max_queue, BUSY);
     api.metrics.gauge('tkgate_exec_running', 'Commands of exec endpoints running now', () => globalGate.running);
     const services: ExecServices = {
       globalGate,
-      endpointGate(key, config) {
-        let gate = perEndpoint.get(key);
-        if (!gate) perEndpoint.set(key, (gate = new AdmissionGate(config.max_concurrency, config.max_queue)));
-        return gate;
-      },
+      endpointGate: (key, config) => perEndpoint.of(key, config),
       run: (spec) => pool.run(spec),
     };
     const exec: EndpointType<ExecConfig> = {

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { killGroup } from './process-groups.js';
 
 /** Linux's limit on one argument (MAX_ARG_STRLEN, 32 pages), including its terminating NUL. */
 export const MAX_ARGUMENT_BYTES = 131_072 - 1;
@@ -15,10 +16,13 @@ export interface ProcessSpec {
   timeoutMs: number;
   maxOutputBytes: number;
   signal: AbortSignal;
+  /** Told the command's pid (= its process group) as soon as it runs. */
+  onStart?: (pid: number) => void;
 }
 
 export type ProcessOutcome =
-  | { ok: true; stdout: string; stderr: string }
+  /** stdout stays bytes here: off the V8 heap, so a large output never exhausts a small helper's heap. */
+  | { ok: true; stdout: Uint8Array; stderr: string }
   | { ok: false; reason: 'exit_code' | 'signal' | 'timeout' | 'output_too_large' | 'spawn_failed' | 'aborted'; exitCode?: number; signal?: string; stderr: string; cause?: Error };
 
 /**
@@ -46,16 +50,14 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     let stopped: 'timeout' | 'output_too_large' | 'aborted' | undefined;
     let spawnError: Error | undefined;
 
-    const killGroup = () => {
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // The group is already gone.
-      }
+    const pid = child.pid;
+    if (pid) spec.onStart?.(pid);
+    const killOwnGroup = () => {
+      if (pid) killGroup(pid);
     };
     const stop = (why: 'timeout' | 'output_too_large' | 'aborted') => {
       stopped ??= why;
-      killGroup();
+      killOwnGroup();
     };
     const timer = setTimeout(() => stop('timeout'), spec.timeoutMs);
     const onAbort = () => stop('aborted');
@@ -76,7 +78,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       child.stdin!.end(spec.stdin);
     }
     child.once('error', (err) => (spawnError = err));
-    child.once('exit', killGroup);
+    child.once('exit', killOwnGroup);
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       spec.signal.removeEventListener('abort', onAbort);
@@ -84,7 +86,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       else if (stopped) resolve({ ok: false, reason: stopped, stderr });
       else if (signal) resolve({ ok: false, reason: 'signal', signal, stderr });
       else if (code !== 0) resolve({ ok: false, reason: 'exit_code', exitCode: code ?? -1, stderr });
-      else resolve({ ok: true, stdout: Buffer.concat(stdout).toString('utf8'), stderr });
+      else resolve({ ok: true, stdout: stdout.length === 1 ? stdout[0]! : Buffer.concat(stdout, stdoutBytes), stderr });
     });
   });
 }

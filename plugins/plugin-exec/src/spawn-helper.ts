@@ -2,14 +2,19 @@
  * A spawn helper: a small process that starts commands for the gateway. fork() blocks the calling
  * process for a time that grows with its memory (measured: 1.3 ms at 53 MB RSS, 15.5 ms at 253 MB), so
  * the gateway, large and serving every request, never spawns itself: it sends each run here over IPC.
+ *
+ * Started with an empty environment and re-parented away from the gateway (spawn-pool.ts), so that no
+ * process a command can walk up to through /proc/<ppid> holds the gateway's environment.
+ * argv[2] is the gateway's pid: for `ps` and for operators, nothing reads it here.
  */
 import { runProcess, type ProcessSpec } from './run-process.js';
 
-export type HelperRequest = { type: 'run'; id: number; spec: Omit<ProcessSpec, 'signal'> } | { type: 'abort'; id: number };
-export type HelperReply = { type: 'done'; id: number; outcome: SerializedOutcome };
+export type HelperRequest = { type: 'run'; id: number; spec: Omit<ProcessSpec, 'signal' | 'onStart'> } | { type: 'abort'; id: number };
+export type HelperReply = { type: 'started'; id: number; pid: number } | { type: 'done'; id: number; outcome: SerializedOutcome };
 export type SerializedOutcome = Awaited<ReturnType<typeof runProcess>> extends infer O ? (O extends { cause?: Error } ? Omit<O, 'cause'> & { cause?: string } : O) : never;
 
 const running = new Map<number, AbortController>();
+const reply = (message: HelperReply) => process.send?.(message);
 
 process.on('message', (message: HelperRequest) => {
   if (message.type === 'abort') {
@@ -18,11 +23,11 @@ process.on('message', (message: HelperRequest) => {
   }
   const controller = new AbortController();
   running.set(message.id, controller);
-  void runProcess({ ...message.spec, signal: controller.signal }).then((outcome) => {
+  const onStart = (pid: number) => reply({ type: 'started', id: message.id, pid });
+  void runProcess({ ...message.spec, signal: controller.signal, onStart }).then((outcome) => {
     running.delete(message.id);
     const { cause, ...rest } = outcome as typeof outcome & { cause?: Error };
-    const reply: HelperReply = { type: 'done', id: message.id, outcome: (cause ? { ...rest, cause: cause.message } : rest) as SerializedOutcome };
-    process.send?.(reply);
+    reply({ type: 'done', id: message.id, outcome: (cause ? { ...rest, cause: cause.message } : rest) as SerializedOutcome });
   });
 });
 

@@ -1,19 +1,38 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { Logger } from '@tkgate/core';
+import { killGroupAndWait } from './process-groups.js';
 import type { ProcessOutcome, ProcessSpec } from './run-process.js';
 import type { HelperReply, HelperRequest } from './spawn-helper.js';
 
-interface Helper {
-  process: ChildProcess;
-  pending: Map<number, (outcome: ProcessOutcome) => void>;
+interface Run {
+  finish(outcome: ProcessOutcome): void;
+  /** The command's pid, which is also its process group: known once the helper has started it. */
+  pgid?: number;
 }
 
-const helperScript = new URL('./spawn-helper.js', import.meta.url);
+interface Helper {
+  channel: ChildProcess;
+  runs: Map<number, Run>;
+  gone: boolean;
+}
+
+const helperScript = fileURLToPath(new URL('./spawn-helper.js', import.meta.url));
+
+/**
+ * How a helper starts: `sh` starts it in the background and exits at once, so the helper is re-parented to
+ * init (or the nearest subreaper) and the gateway, whose environment holds its secrets (TKGATE_DB_URL...),
+ * is no ancestor of any command. Its environment is empty but for Node's IPC channel variables; the IPC
+ * channel (fd 3) passes through sh to it.
+ */
+const LAUNCH = ['-c', 'exec "$0" "$@" </dev/null &', process.execPath, '--max-old-space-size=64', helperScript, String(process.pid)];
 
 /**
  * Spawn helpers (see spawn-helper.ts), each taking runs over IPC; a run goes to the helper with the
  * fewest in flight. They start with the first run (a gateway without exec endpoints, or `tkgate config
- * check`, never forks them). A helper that dies fails its runs as spawn_failed and is replaced.
+ * check`, never forks them). A helper that dies is replaced at once; its runs' process groups are killed,
+ * and each run fails as spawn_failed only once its group is gone, so the admission places it held are
+ * freed only when nothing of it still runs.
  */
 export class SpawnPool {
   private readonly helpers: Helper[] = [];
@@ -27,14 +46,16 @@ export class SpawnPool {
 
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
     while (this.helpers.length < this.size) this.helpers.push(this.startHelper());
-    const helper = this.helpers.reduce((best, candidate) => (candidate.pending.size < best.pending.size ? candidate : best));
+    const helper = this.helpers.reduce((best, candidate) => (candidate.runs.size < best.runs.size ? candidate : best));
     const id = this.nextId++;
-    const { signal, ...rest } = spec;
+    const { signal, onStart: _onStart, ...rest } = spec;
     return new Promise((resolve) => {
       const onAbort = () => this.send(helper, { type: 'abort', id });
-      helper.pending.set(id, (outcome) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(outcome);
+      helper.runs.set(id, {
+        finish: (outcome) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(outcome);
+        },
       });
       signal.addEventListener('abort', onAbort, { once: true });
       this.send(helper, { type: 'run', id, spec: rest });
@@ -44,29 +65,57 @@ export class SpawnPool {
 
   close(): void {
     this.closing = true;
-    for (const helper of this.helpers) helper.process.disconnect();
+    for (const helper of this.helpers) if (helper.channel.connected) helper.channel.disconnect();
   }
 
   private send(helper: Helper, message: HelperRequest): void {
-    if (helper.process.connected) helper.process.send(message);
+    if (helper.channel.connected) helper.channel.send(message);
   }
 
   private startHelper(): Helper {
-    const child = fork(helperScript, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-old-space-size=64'] });
-    const helper: Helper = { process: child, pending: new Map() };
-    child.on('message', (reply: HelperReply) => {
-      const outcome = reply.outcome as ProcessOutcome & { cause?: unknown };
-      if (typeof outcome.cause === 'string') outcome.cause = new Error(outcome.cause);
-      helper.pending.get(reply.id)?.(outcome as ProcessOutcome);
-      helper.pending.delete(reply.id);
+    // Binary outputs travel as bytes (structured clone), not as JSON-escaped strings on the helper's heap.
+    const channel = spawn('/bin/sh', LAUNCH, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: {}, serialization: 'advanced' });
+    const helper: Helper = { channel, runs: new Map(), gone: false };
+    channel.on('error', (err) => {
+      this.log.error('exec spawn helper could not start', { err });
+      if (!channel.connected) this.helperGone(helper);
     });
-    child.on('exit', (code, signal) => {
-      for (const finish of helper.pending.values()) finish({ ok: false, reason: 'spawn_failed', stderr: '', cause: new Error(`spawn helper exited (${code ?? signal})`) });
-      helper.pending.clear();
-      if (this.closing) return;
-      this.log.error('exec spawn helper exited; starting another', { code, signal });
-      this.helpers[this.helpers.indexOf(helper)] = this.startHelper();
-    });
+    channel.on('message', (reply: HelperReply) => this.receive(helper, reply));
+    // sh exits at once; the helper's end is the end of its IPC channel.
+    channel.once('disconnect', () => this.helperGone(helper));
     return helper;
+  }
+
+  private receive(helper: Helper, reply: HelperReply): void {
+    const run = helper.runs.get(reply.id);
+    if (!run) return;
+    if (reply.type === 'started') {
+      run.pgid = reply.pid;
+      return;
+    }
+    helper.runs.delete(reply.id);
+    const outcome = reply.outcome as ProcessOutcome & { cause?: unknown };
+    if (typeof outcome.cause === 'string') outcome.cause = new Error(outcome.cause);
+    run.finish(outcome as ProcessOutcome);
+  }
+
+  private helperGone(helper: Helper): void {
+    if (helper.gone) return;
+    helper.gone = true;
+    const runs = [...helper.runs.values()];
+    helper.runs.clear();
+    if (!this.closing) {
+      this.log.error('exec spawn helper exited; starting another', { runs_failed: runs.length });
+      this.helpers[this.helpers.indexOf(helper)] = this.startHelper();
+    }
+    for (const run of runs) void this.failRun(run);
+  }
+
+  /** A run whose helper died: its commands no longer have anyone to stop them, so they are killed here. */
+  private async failRun(run: Run): Promise<void> {
+    if (run.pgid !== undefined && !(await killGroupAndWait(run.pgid))) {
+      this.log.warn('exec process group still running 5 s after SIGKILL', { pgid: run.pgid });
+    }
+    run.finish({ ok: false, reason: 'spawn_failed', stderr: '', cause: new Error('the spawn helper running the command died') });
   }
 }

@@ -6,7 +6,7 @@ const headerValue = z.string().regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must be a hea
 /** Headers the configuration may not set: the transport owns them. */
 const RESERVED = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'content-type', 'x-request-id']);
 
-export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 
 export const httpConfigSchema = z.strictObject({
   upstream: z
@@ -22,9 +22,11 @@ export const httpConfigSchema = z.strictObject({
         })
         .describe(`Static headers for the upstream (not ${[...RESERVED].join(', ')}).`),
       /** JSON mode only: a larger upstream body is a 502, not a memory spike. */
-      max_response_bytes: z.number().int().min(1).default(DEFAULT_MAX_RESPONSE_BYTES).describe('JSON mode: the largest upstream body accepted (default 10 MiB); larger is 502.'),
+      max_response_bytes: z.number().int().min(1).default(DEFAULT_MAX_RESPONSE_BYTES).describe('JSON mode: the largest upstream body accepted (default 1 MiB); larger is 502.'),
     })
     .describe('Where and how to call the upstream.'),
+  max_concurrency: z.number().int().min(1).default(64).describe('Upstream calls of this endpoint at once; each holds a connection and up to max_response_bytes (default 64).'),
+  max_queue: z.number().int().min(0).default(1024).describe('Requests waiting for one of those places; past it 503 busy with Retry-After (default 1024).'),
 });
 
 export type HttpConfig = z.infer<typeof httpConfigSchema>;

@@ -1,4 +1,4 @@
-import { PLUGIN_API_VERSION, z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { EndpointGates, PLUGIN_API_VERSION, z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { describeHttpResponse } from './describe-response.js';
 import { httpConfigSchema, type HttpConfig } from './http-config.js';
 import { proxy } from './proxy.js';
@@ -17,10 +17,11 @@ const plugin: TkgatePlugin = {
     const options = await api.readOptions(optionsSchema);
     const transport = transports[options.transport]();
     api.onClose(() => transport.close());
+    const gates = new EndpointGates('too many upstream calls are running; try again shortly');
     const httpType: EndpointType<HttpConfig> = {
       type: 'http',
       configSchema: httpConfigSchema,
-      execute: (call) => proxy(transport, call),
+      execute: async (call) => proxy(transport, call, await gates.of(call.endpoint.key, call.config).enter(call.signal)),
       describeResponse: describeHttpResponse,
     };
     api.registerEndpointType(httpType);

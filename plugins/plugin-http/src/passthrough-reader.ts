@@ -1,6 +1,9 @@
 import net from 'node:net';
 import type { Writable } from 'node:stream';
 import type { BodyWriter } from '@tkgate/core';
+import { chunkDecoder } from './chunk-decoder.js';
+import { bareLineFeed, parseHead, type Framing } from './response-head.js';
+import { badResponse, upstreamFailure } from './upstream-failure.js';
 import type { UpstreamRequest } from './upstream-transport.js';
 
 /**
@@ -16,23 +19,27 @@ const MAX_HEAD_BYTES = 64 * 1024;
 export interface PassthroughHead {
   status: number;
   headers: Record<string, string>;
+  /** The exact number of bytes writeBody will write, when the upstream framed the body by length. */
+  contentLength: number | undefined;
   /** Streams the body into `out`; call at most once. */
   writeBody: BodyWriter;
   /** Releases the connection without reading the body (non-2xx answers). */
   discard(): void;
 }
 
-type Framing = { kind: 'length'; remaining: number } | { kind: 'chunked' } | { kind: 'close' };
-
-const failure = (code: string, message: string) => Object.assign(new Error(message), { code });
+/** Where net.connect wants an address: an IPv6 literal without the brackets of its URL form. */
+const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
 
 export function passthroughRequest(request: UpstreamRequest): Promise<PassthroughHead> {
   const url = new URL(request.url);
   const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
   let head: Buffer | undefined = Buffer.alloc(0);
+  /** Head bytes read so far, interim (1xx) answers included. */
+  let headBytes = 0;
   let pending: Buffer | undefined;
   let sink: ((slices: Buffer[], done: boolean) => void) | undefined;
   let framing: Framing = { kind: 'close' };
+  let remaining = 0;
   const chunked = chunkDecoder();
   let finished = false;
   /** The first error; whoever waits now (head, then body) hears it, and so does a body writer that starts later. */
@@ -46,20 +53,25 @@ export function passthroughRequest(request: UpstreamRequest): Promise<Passthroug
   return new Promise((resolveHead, rejectHead) => {
     reject = rejectHead;
     const socket = net.connect({
-      host: url.hostname,
+      host: hostOf(url),
       port: Number(url.port || 80),
       onread: {
         buffer: readBuffer,
         callback: (bytes: number, buffer: Uint8Array) => {
           const data = Buffer.from(buffer.buffer, buffer.byteOffset, bytes);
-          if (head) return readHead(data);
-          return deliver(data);
+          if (!head) return deliver(data);
+          try {
+            return readHead(data);
+          } catch (err) {
+            socket.destroy(err as Error);
+            return false;
+          }
         },
       },
     });
-    const abort = () => socket.destroy(failure('ERR_ABORTED', 'the client went away'));
+    const abort = () => socket.destroy(upstreamFailure('ERR_ABORTED', 'the client went away'));
     request.signal.addEventListener('abort', abort, { once: true });
-    socket.setTimeout(request.timeoutMs, () => socket.destroy(failure('ETIMEDOUT', `no data for ${request.timeoutMs} ms`)));
+    socket.setTimeout(request.timeoutMs, () => socket.destroy(upstreamFailure('ETIMEDOUT', `no data for ${request.timeoutMs} ms`)));
     socket.on('error', (err) => fail(err));
     socket.on('close', () => {
       request.signal.removeEventListener('abort', abort);
@@ -69,46 +81,47 @@ export function passthroughRequest(request: UpstreamRequest): Promise<Passthroug
         if (sink && !pending) finish();
         return;
       }
-      fail(failure('ECONNRESET', 'the upstream closed the connection before the end of the answer'));
+      fail(upstreamFailure('ECONNRESET', 'the upstream closed the connection before the end of the answer'));
     });
     const path = `${url.pathname}${url.search}`;
     const lines = [`POST ${path} HTTP/1.1`, `Host: ${url.host}`, 'Connection: close', `Content-Length: ${Buffer.byteLength(request.body)}`];
     for (const [name, value] of Object.entries(request.headers)) lines.push(`${name}: ${value}`);
     socket.write(`${lines.join('\r\n')}\r\n\r\n${request.body}`);
 
+    /** Collects the head; interim answers (100 Continue, 103 Early Hints) are read past, the final one resolves. */
     function readHead(data: Buffer): boolean {
       head = Buffer.concat([head!, data]);
-      const end = head.indexOf('\r\n\r\n');
-      if (end < 0) {
-        if (head.length > MAX_HEAD_BYTES) socket.destroy(failure('ERR_HEAD_TOO_LARGE', 'the upstream sent an oversized header'));
-        return true;
-      }
-      const [statusLine, ...headerLines] = head.subarray(0, end).toString('latin1').split('\r\n');
-      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine ?? '')?.[1]);
-      if (!status) {
-        socket.destroy(failure('ERR_BAD_RESPONSE', 'the upstream did not answer HTTP/1.1'));
+      headBytes += data.length;
+      for (;;) {
+        const end = head.indexOf('\r\n\r\n');
+        if (bareLineFeed(end < 0 ? head : head.subarray(0, end)) >= 0) throw badResponse('the upstream sent a bare LF in its header');
+        if (end < 0) {
+          if (headBytes > MAX_HEAD_BYTES) throw upstreamFailure('ERR_HEAD_TOO_LARGE', 'the upstream sent an oversized header');
+          return true;
+        }
+        const parsed = parseHead(head.subarray(0, end).toString('latin1'));
+        const rest = head.subarray(end + 4);
+        if (parsed.status === 101) throw badResponse('the upstream switched protocols unasked');
+        if (parsed.status < 200) {
+          head = rest;
+          continue;
+        }
+        head = undefined;
+        framing = parsed.framing;
+        if (framing.kind === 'length') remaining = framing.length;
+        if (rest.length > 0) pending = Buffer.from(rest);
+        resolveHead({
+          status: parsed.status,
+          headers: parsed.headers,
+          contentLength: framing.kind === 'length' && parsed.status !== 204 && parsed.status !== 304 ? framing.length : undefined,
+          discard: () => {
+            finished = true;
+            socket.destroy();
+          },
+          writeBody: (out) => streamBody(out),
+        });
         return false;
       }
-      const headers: Record<string, string> = {};
-      for (const line of headerLines) {
-        const colon = line.indexOf(':');
-        if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-      }
-      if (/\bchunked\b/i.test(headers['transfer-encoding'] ?? '')) framing = { kind: 'chunked' };
-      else if (headers['content-length'] !== undefined) framing = { kind: 'length', remaining: Number(headers['content-length']) };
-      const rest = head.subarray(end + 4);
-      head = undefined;
-      if (rest.length > 0) pending = Buffer.from(rest);
-      resolveHead({
-        status,
-        headers,
-        discard: () => {
-          finished = true;
-          socket.destroy();
-        },
-        writeBody: (out) => streamBody(out),
-      });
-      return false;
     }
 
     function streamBody(out: Writable): Promise<void> {
@@ -130,7 +143,7 @@ export function passthroughRequest(request: UpstreamRequest): Promise<Passthroug
           );
           process.nextTick(() => out.uncork());
         };
-        if (framing.kind === 'length' && framing.remaining === 0 && !pending) return finish();
+        if (framing.kind === 'length' && remaining === 0) return finish();
         if (pending) {
           const first = pending;
           pending = undefined;
@@ -145,12 +158,17 @@ export function passthroughRequest(request: UpstreamRequest): Promise<Passthroug
       let slices: Buffer[];
       let done = false;
       if (framing.kind === 'chunked') {
-        ({ slices, done } = chunked(data));
+        try {
+          ({ slices, done } = chunked(data));
+        } catch (err) {
+          socket.destroy(err as Error);
+          return false;
+        }
       } else if (framing.kind === 'length') {
-        const take = Math.min(framing.remaining, data.length);
+        const take = Math.min(remaining, data.length);
         slices = [data.subarray(0, take)];
-        framing.remaining -= take;
-        done = framing.remaining === 0;
+        remaining -= take;
+        done = remaining === 0;
       } else {
         slices = [data];
       }
@@ -166,41 +184,4 @@ export function passthroughRequest(request: UpstreamRequest): Promise<Passthroug
       finishBody();
     }
   });
-}
-
-/** Decodes HTTP/1.1 chunked framing across reads; returns views of the data, never copies. */
-function chunkDecoder(): (data: Buffer) => { slices: Buffer[]; done: boolean } {
-  let state: 'size' | 'data' | 'data-end' | 'trailer' | 'done' = 'size';
-  let line = '';
-  let remaining = 0;
-  return (data) => {
-    const slices: Buffer[] = [];
-    let i = 0;
-    while (i < data.length && state !== 'done') {
-      if (state === 'data') {
-        const take = Math.min(remaining, data.length - i);
-        slices.push(data.subarray(i, i + take));
-        remaining -= take;
-        i += take;
-        if (remaining === 0) state = 'data-end';
-        continue;
-      }
-      const char = data[i++]!;
-      if (char !== 0x0a) {
-        if (char !== 0x0d) line += String.fromCharCode(char);
-        continue;
-      }
-      if (state === 'size') {
-        remaining = parseInt(line.split(';')[0]!, 16);
-        if (Number.isNaN(remaining)) throw failure('ERR_BAD_CHUNK', 'the upstream sent a malformed chunk size');
-        state = remaining === 0 ? 'trailer' : 'data';
-      } else if (state === 'data-end') {
-        state = 'size';
-      } else if (line === '') {
-        state = 'done';
-      }
-      line = '';
-    }
-    return { slices, done: state === 'done' };
-  };
 }

@@ -50,8 +50,9 @@ const declaration = {
   toolkits: {
     dir: filePath('./config/toolkits', { doc: 'one file per toolkit (.yaml, .yml or .json)', env: 'TKGATE_TOOLKITS_DIR' }),
     watch: flag(true, { doc: 'hot reload', env: 'TKGATE_TOOLKITS_WATCH' }),
-    settle: duration('300ms', { doc: 'quiet time after the last file event before a reload' }),
-    rescan_interval: duration('5s', { doc: 'full rescan of the directory, in case a file event was missed' }),
+    settle: duration('300ms', { doc: 'quiet time before a change of the directory is applied, as one batch' }),
+    rescan_interval: duration('5s', { doc: 'stat-only rescan for lost file events (0 = never)' }),
+    max_file_bytes: integer(1_048_576, { doc: 'a larger toolkit file is refused' }, positive),
   },
   plugins: stringList(DEFAULT_PLUGINS, { doc: 'endpoint-type plugins loaded at boot, in order' }, 'must be a list of module names or paths'),
   plugin_options: objectsByName({ doc: 'settings for plugins, keyed by plugin name (each plugin validates its own)' }),

@@ -1,5 +1,7 @@
+import { Readable } from 'node:stream';
 import { methodNotAllowed, notFound } from '../errors.js';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
+import type { EndpointLifetimes } from '../toolkits/endpoint-lifetimes.js';
 import type { CompiledToolkit } from '../toolkits/compiled-toolkit.js';
 
 /** The part of the request path after {base}/tk/<kind>/<toolkit>/, without a trailing slash. */
@@ -8,8 +10,12 @@ export function endpointPathOf(ctx: GatewayContext, basePath: string, toolkit: C
   return ctx.path.startsWith(prefix) ? ctx.path.slice(prefix.length).replace(/\/$/, '') : '';
 }
 
-/** Step 2: the path after the toolkit name names an endpoint (else 404 endpoint_not_found) that takes this method (else 405). */
-export function routeStep(basePath: string): GatewayMiddleware {
+/**
+ * Step 2: the path after the toolkit name names an endpoint (else 404 endpoint_not_found) that takes this
+ * method (else 405). The request counts as in flight on that endpoint version until its answer is out,
+ * so a plugin hears of the version's retirement (onRetire) only after its last request.
+ */
+export function routeStep(basePath: string, lifetimes: EndpointLifetimes): GatewayMiddleware {
   return async (ctx, next) => {
     const toolkit = ctx.state.toolkit!;
     const endpointPath = endpointPathOf(ctx, basePath, toolkit);
@@ -18,6 +24,17 @@ export function routeStep(basePath: string): GatewayMiddleware {
     const endpoint = byMethod.get(ctx.method);
     if (!endpoint) throw methodNotAllowed([...byMethod.keys()]);
     ctx.state.endpoint = endpoint;
-    await next();
+    const leave = lifetimes.enter(endpoint);
+    try {
+      await next();
+    } finally {
+      leaveWhenAnswered(ctx, leave);
+    }
   };
+}
+
+/** A streamed body is still the endpoint's work after the middleware returns: leave once it is sent. */
+function leaveWhenAnswered(ctx: GatewayContext, leave: () => void): void {
+  if (ctx.body instanceof Readable && !ctx.res.writableFinished && !ctx.res.destroyed) ctx.res.once('close', leave);
+  else leave();
 }

@@ -79,7 +79,9 @@ export function executeStep(db: Database, log: Logger, metrics: GatewayMetrics):
         await result.body(ctx.res);
         ctx.res.end();
       } catch (err) {
-        log.error('streamed response cut', { request_id: ctx.state.requestId, path: ctx.path, err });
+        // A client that leaves mid-download is routine, not a fault of the gateway or the upstream.
+        if (ctx.res.destroyed || ctx.req.socket.destroyed) log.info('client left during a streamed response', { request_id: ctx.state.requestId, path: ctx.path });
+        else log.error('streamed response cut', { request_id: ctx.state.requestId, path: ctx.path, err });
         ctx.res.destroy();
       }
       return;

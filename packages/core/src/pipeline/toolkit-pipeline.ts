@@ -36,7 +36,7 @@ export function toolkitPipeline(s: PipelineServices): GatewayMiddleware[] {
     nameRoute(s.registry, s.config.server.base_url), // the route template for logs and metrics, known before 401
     authenticate(s.sessions, s.users, { countsAsUse: true }),
     toolkitStep(s.registry), //          1. toolkit exists and is enabled       404 toolkit_not_found
-    routeStep(s.config.server.base_url), // 2. endpoint path and method        404 endpoint_not_found, 405
+    routeStep(s.config.server.base_url, s.registry.lifetimes), // 2. endpoint path and method   404 endpoint_not_found, 405
     permissionStep, //                   3. caller's power >= min_power         403 forbidden
     payloadFilterStep(s.config.server.max_body_bytes), // 4. client_filter     400 invalid_payload
     dbContextStep(s.db, s.reads), //     5. inject_db_context                   500 db_context_failed

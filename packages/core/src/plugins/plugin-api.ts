@@ -63,6 +63,11 @@ export interface EndpointType<Config> {
   check?(config: Config, env: CheckEnvironment): ConfigIssue[];
   /** Runs one request. Return JSON-able data for the envelope, a StreamedResponse, or throw a GatewayError. */
   execute(call: EndpointCall<Config>): Promise<unknown>;
+  /**
+   * Optional: a version of one of this type's endpoints is gone for good: a reload replaced or removed it
+   * and its last in-flight request has finished. Release what was kept for `endpoint.key`. Once per version.
+   */
+  onRetire?(endpoint: EndpointIdentity): void | Promise<void>;
   /** Optional: what this endpoint's answers look like, for the OpenAPI description. */
   describeResponse?(config: Config): ResponseDescription;
 }
@@ -102,7 +107,10 @@ export interface EndpointCall<Config> {
 export interface EndpointIdentity {
   toolkit: string;
   path: string;
-  /** The same object for as long as this version of the endpoint is live; a reload makes a new one. */
+  /**
+   * The same object for as long as this version of the endpoint is live: a reload that leaves the
+   * endpoint's definition unchanged keeps it, a changed definition gets a new one (see onRetire).
+   */
   key: object;
 }
 

@@ -1,14 +1,15 @@
 import { statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { ConfigError, type ServerConfig } from '../config/server-config.js';
 import { openDatabase, type Database } from '../db/connect.js';
 import { openPreparedReads } from '../db/prepared-reads.js';
 import { createLogger, type Logger } from '../log.js';
 import type { EndpointTypes } from '../plugins/endpoint-types.js';
 import { loadPlugins } from '../plugins/plugin-loader.js';
-import { compileToolkitFile } from './compile-toolkit.js';
+import { compileToolkitText } from './compile-toolkit.js';
 import type { ToolkitProblem } from './config-issues.js';
 import { readDatabaseSchema } from './database-schema.js';
-import { listToolkitFiles, ToolkitRegistry, type ToolkitSnapshot } from './toolkit-registry.js';
+import { ToolkitRegistry, type ToolkitSnapshot } from './toolkit-registry.js';
 
 export interface DirectoryCheck {
   files: number;
@@ -62,11 +63,13 @@ export function checkToolkitDirectory(target: string, config: ServerConfig, log:
   if (!oneFile) requireToolkitDirectory(target);
   return withLoadedPlugins(config, log, async (types, db) => {
     if (oneFile) {
-      const result = await compileToolkitFile(target, { schema: await readDatabaseSchema(db), types });
+      const result = await compileToolkitText(target, await readFile(target, 'utf8'), { schema: await readDatabaseSchema(db), types });
       if (!('toolkit' in result)) return { files: 1, toolkits: [], problems: result.problems, snapshot: new Map() };
       return { files: 1, toolkits: [result.toolkit.name], problems: [], snapshot: new Map([[result.toolkit.name, result.toolkit]]) };
     }
-    const { snapshot, problems } = await new ToolkitRegistry(target, db, types, silent).reload();
-    return { files: (await listToolkitFiles(target)).length, toolkits: [...snapshot.keys()], problems, snapshot };
+    const registry = new ToolkitRegistry(target, db, types, silent, { maxFileBytes: config.toolkits.max_file_bytes });
+    const listing = await registry.look();
+    const { snapshot, problems } = await registry.load();
+    return { files: listing.files.size, toolkits: [...snapshot.keys()], problems, snapshot };
   });
 }

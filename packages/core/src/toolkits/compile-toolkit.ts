@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import YAML from 'yaml';
 import type { EndpointTypes } from '../plugins/endpoint-types.js';
@@ -11,33 +10,45 @@ import { compileDbContext } from './db-context-entries.js';
 import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema } from './toolkit-file-schema.js';
 import { compileWrapping } from './wrapping-rules.js';
 
-export const TOOLKIT_EXTENSIONS = ['.yaml', '.yml', '.json'];
-const MAX_FILE_BYTES = 1_048_576;
-
 export interface CompileEnvironment {
   schema: DatabaseSchema;
   types: EndpointTypes;
+  /**
+   * The live endpoint of this toolkit with exactly this definition, if any: it is kept rather than the new
+   * compile, so its state (an exec concurrency gate, a plugin's per-endpoint state) survives the reload.
+   */
+  unchanged?(toolkit: string, definition: string): CompiledEndpoint | undefined;
 }
 
-export type CompileResult = { toolkit: CompiledToolkit } | { problems: ToolkitProblem[] };
+/** A toolkit, or every problem of the file and, when it can be read, the toolkit name the file declares. */
+export type CompileResult = { toolkit: CompiledToolkit } | { problems: ToolkitProblem[]; name: string | undefined };
 
-/** Reads, parses and validates one toolkit file as a whole: a toolkit, or every problem it has. */
-export async function compileToolkitFile(file: string, env: CompileEnvironment): Promise<CompileResult> {
-  const name = path.basename(file);
-  const asProblems = (issues: ConfigIssue[]): CompileResult => ({
-    problems: issues.map((issue) => ({ file: name, path: formatPath(issue.path), message: issue.message })),
-  });
+/** Parses and validates one toolkit file's text as a whole. */
+export async function compileToolkitText(file: string, text: string, env: CompileEnvironment): Promise<CompileResult> {
   let document: unknown;
   try {
-    const text = await readFile(file, 'utf8');
-    if (Buffer.byteLength(text) > MAX_FILE_BYTES) return asProblems([{ path: [], message: `larger than ${MAX_FILE_BYTES} bytes` }]);
     document = parseDocument(text, file);
   } catch (err) {
-    return asProblems([{ path: [], message: (err as Error).message.split('\n')[0]! }]);
+    return refused(file, [{ path: [], message: (err as Error).message.split('\n')[0]! }], declaredName(undefined, text));
   }
   const issues: ConfigIssue[] = [];
   const toolkit = await compileDocument(document, file, env, issues);
-  return issues.length > 0 || !toolkit ? asProblems(issues) : { toolkit };
+  return issues.length > 0 || !toolkit ? refused(file, issues, declaredName(document, text)) : { toolkit };
+}
+
+export function refused(file: string, issues: ConfigIssue[], name?: string): CompileResult {
+  return { problems: issues.map((issue) => ({ file: path.basename(file), path: formatPath(issue.path), message: issue.message })), name };
+}
+
+/**
+ * The name a refused file means to define: from the document when it parsed, else from a top-level
+ * `name:` line (YAML) or the first `"name"` key (JSON), so a broken save still holds its toolkit.
+ */
+function declaredName(document: unknown, text: string): string | undefined {
+  const fromDocument = (document as { name?: unknown } | null | undefined)?.name;
+  if (typeof fromDocument === 'string') return fromDocument;
+  const match = /^name:[ \t]*["']?([a-z0-9][a-z0-9_-]*)["']?[ \t]*(?:#.*)?$/m.exec(text) ?? /"name"\s*:\s*"([a-z0-9][a-z0-9_-]*)"/.exec(text);
+  return match?.[1];
 }
 
 function parseDocument(text: string, file: string): unknown {
@@ -82,6 +93,7 @@ async function compileEndpoint(
   env: CompileEnvironment,
   issues: ConfigIssue[],
 ): Promise<CompiledEndpoint | undefined> {
+  const definition = JSON.stringify(raw);
   const coreKeys: Record<string, unknown> = {};
   const typeKeys: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) (ENDPOINT_CORE_KEYS.has(key) ? coreKeys : typeKeys)[key] = value;
@@ -115,8 +127,11 @@ async function compileEndpoint(
   });
   for (const issue of checks ?? []) issues.push({ path: [...at, ...issue.path], message: issue.message });
   if (issues.length > before) return undefined;
+  const kept = env.unchanged?.(toolkit, definition);
+  if (kept) return kept;
   return {
     toolkit,
+    definition,
     path: config.path,
     methods: Array.isArray(config.method) ? [...new Set(config.method)] : [config.method],
     description: config.description,

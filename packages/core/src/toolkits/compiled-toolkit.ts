@@ -17,6 +17,8 @@ export interface CompiledToolkit {
 
 export interface CompiledEndpoint {
   toolkit: string;
+  /** The endpoint as written (JSON): a reload that leaves it unchanged keeps this very object live. */
+  definition: string;
   path: string;
   methods: readonly string[];
   description?: string;

@@ -24,6 +24,11 @@ export class DatabaseSchema {
   columnType(table: string, column: string): ColumnType {
     return COLUMN_TYPES[this.tables.get(table)?.get(column) ?? 'any'];
   }
+
+  /** Equal for equal schemas: toolkit files compiled against one schema need not be compiled again. */
+  fingerprint(): string {
+    return JSON.stringify([...this.tables].map(([table, columns]) => [table, [...columns].sort()]).sort());
+  }
 }
 
 /** Never readable or writable through toolkit configuration. */

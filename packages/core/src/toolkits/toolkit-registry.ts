@@ -1,129 +1,225 @@
-import { readdir } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import path from 'node:path';
 import type { Database } from '../db/connect.js';
 import type { Logger } from '../log.js';
 import type { EndpointTypes } from '../plugins/endpoint-types.js';
-import { compileToolkitFile, TOOLKIT_EXTENSIONS } from './compile-toolkit.js';
-import type { CompiledToolkit } from './compiled-toolkit.js';
+import { compileToolkitText, refused, type CompileEnvironment, type CompileResult } from './compile-toolkit.js';
+import type { CompiledEndpoint } from './compiled-toolkit.js';
 import type { ToolkitProblem } from './config-issues.js';
 import { readDatabaseSchema } from './database-schema.js';
+import { EndpointLifetimes } from './endpoint-lifetimes.js';
+import { compareSnapshots, type SnapshotChanges } from './snapshot-changes.js';
+import { describeFsError, listDirectory, type DirectoryListing } from './toolkit-directory.js';
+import { resolveToolkits, type Resolution, type ToolkitSnapshot } from './toolkit-resolution.js';
+import { decodeToolkitFile } from './toolkit-text.js';
 
-/** The live toolkits by name. Replaced whole on every reload, never changed in place. */
-export type ToolkitSnapshot = ReadonlyMap<string, CompiledToolkit>;
+export type { ToolkitSnapshot } from './toolkit-resolution.js';
 
 export interface ReloadOutcome {
   snapshot: ToolkitSnapshot;
   problems: ToolkitProblem[];
+  /** Set when the change was not applied yet because it removes toolkits or endpoints (see apply). */
+  postponedMs?: number;
+}
+
+export interface RegistryOptions {
+  /** toolkits.max_file_bytes: a larger file is refused unread. */
+  maxFileBytes: number;
+  /** Told every applied reload after the load at start (metrics: tkgate_toolkit_reloads_total). */
+  onReload?: (outcome: ReloadOutcome, trigger: string) => void;
+}
+
+export const DEFAULT_MAX_FILE_BYTES = 1_048_576;
+
+/** One file as last compiled: a file whose signature and content hash did not change is not compiled again. */
+interface FileRecord {
+  signature: string;
+  hash: string | undefined;
+  schema: string;
+  result: CompileResult;
 }
 
 /**
- * Holds the current snapshot. A reload rescans the whole directory: every file is compiled again, a
- * broken file keeps its last good version, and a name claimed by two files stays with its earlier owner.
- * Rescanning everything (dozens of small files) makes renames, rename-saves and `git pull` of many
- * files at once end in the same state as a fresh start would.
+ * The live toolkits, and the one code path that turns a toolkit directory into them: boot, every hot
+ * reload, SIGHUP and `tkgate config check` all go through apply(). Incremental: only files whose content
+ * changed are compiled again (all of them when the database schema changed), an endpoint whose definition
+ * did not change stays the same object (its state survives), and only what changed is logged.
  */
 export class ToolkitRegistry {
   private current: ToolkitSnapshot = new Map();
-  private lastGood = new Map<string, CompiledToolkit>();
-  private reloading: Promise<ReloadOutcome> | undefined;
-  private reloadAgain = false;
+  private readonly compiled = new Map<string, FileRecord>();
+  /** Signatures of the files the live snapshot was built from (and whether the directory was missing). */
+  private applied: { files: ReadonlyMap<string, string>; missing: string | undefined } = { files: new Map(), missing: undefined };
+  /** What was last logged about each refused file, so each change of it is logged once. */
+  private readonly loggedRefusals = new Map<string, string>();
+  private heldByUnnamed: ReadonlyMap<string, readonly string[]> = new Map();
+  private queue: Promise<unknown> = Promise.resolve();
+  readonly lifetimes: EndpointLifetimes;
 
   constructor(
-    private readonly dir: string,
+    readonly dir: string,
     private readonly db: Database,
     private readonly types: EndpointTypes,
+    /** Where reloads are reported (a quiet logger in all but one worker keeps them logged once). */
     private readonly log: Logger,
-    /** Told the outcome of every reload (metrics). */
-    private readonly onReload: (outcome: ReloadOutcome) => void = () => undefined,
-  ) {}
+    private readonly options: RegistryOptions = { maxFileBytes: DEFAULT_MAX_FILE_BYTES },
+  ) {
+    this.lifetimes = new EndpointLifetimes(log);
+  }
 
   get snapshot(): ToolkitSnapshot {
     return this.current;
   }
 
-  /** Compiles every file; reloads asked for while one runs are folded into one more run. */
-  reload(): Promise<ReloadOutcome> {
-    if (this.reloading) {
-      this.reloadAgain = true;
-      return this.reloading;
-    }
-    this.reloading = this.rescan().finally(() => {
-      this.reloading = undefined;
-      if (this.reloadAgain) {
-        this.reloadAgain = false;
-        void this.reload();
-      }
-    });
-    return this.reloading;
+  /** The directory as it is now: file names and stat signatures, no content read. */
+  look(): Promise<DirectoryListing> {
+    return listDirectory(this.dir);
   }
 
-  private async rescan(): Promise<ReloadOutcome> {
+  /** Files whose signature differs from what is live (added, changed or gone), or the directory itself. */
+  differences(listing: DirectoryListing): string[] {
+    if (listing.missing || this.applied.missing) return listing.missing === this.applied.missing ? [] : [this.dir];
+    const { fresh, gone } = this.changedFiles(listing);
+    return [...fresh, ...gone];
+  }
+
+  /** Files added or changed (fresh) and files gone, since the live snapshot was built. */
+  private changedFiles(listing: DirectoryListing): { fresh: Set<string>; gone: Set<string> } {
+    return {
+      fresh: new Set([...listing.files].filter(([file, signature]) => this.applied.files.get(file) !== signature).map(([file]) => file)),
+      gone: new Set([...this.applied.files.keys()].filter((file) => !listing.files.has(file))),
+    };
+  }
+
+  /** Boot and `config check`: the directory as it is, at once. */
+  load(): Promise<ReloadOutcome> {
+    return this.serially(async () => this.applyNow(await this.look(), 'start', 0));
+  }
+
+  /** Rescans now, as the watcher would but without waiting for the directory to settle (SIGHUP). */
+  rescan(reason: string): Promise<ReloadOutcome> {
+    return this.serially(async () => this.applyNow(await this.look(), reason, 0));
+  }
+
+  /**
+   * Applies a listing the watcher found settled. With `removalWaitMs` > 0, a change that would remove a
+   * toolkit or an endpoint, or move one to another file, is not applied yet (a slow writer's half-written
+   * file, a deploy in progress).
+   */
+  apply(listing: DirectoryListing, trigger: string, removalWaitMs: number): Promise<ReloadOutcome> {
+    return this.serially(() => this.applyNow(listing, trigger, removalWaitMs));
+  }
+
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(work, work);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async applyNow(listing: DirectoryListing, trigger: string, removalWaitMs: number): Promise<ReloadOutcome> {
     const schema = await readDatabaseSchema(this.db);
-    const files = await listToolkitFiles(this.dir);
-    const problems: ToolkitProblem[] = [];
-    const candidates = new Map<string, CompiledToolkit>();
-    for (const file of files) {
-      const result = await compileToolkitFile(file, { schema, types: this.types });
-      if ('toolkit' in result) {
-        candidates.set(file, result.toolkit);
+    const env: CompileEnvironment = { schema, types: this.types, unchanged: (toolkit, definition) => this.liveEndpoint(toolkit, definition) };
+    const fingerprint = schema.fingerprint();
+    const records = new Map<string, FileRecord>();
+    for (const [file, signature] of listing.files) records.set(file, await this.compile(file, signature, fingerprint, env));
+    const results = new Map([...records].map(([file, record]) => [file, record.result]));
+    const resolution = resolveToolkits(results, {
+      snapshot: this.current,
+      ...this.changedFiles(listing),
+      heldByUnnamed: this.heldByUnnamed,
+      missingDirectory: listing.missing,
+    });
+    const changes = compareSnapshots(this.current, resolution.next);
+    for (const [file, record] of records) this.compiled.set(file, record);
+    for (const file of this.compiled.keys()) if (!records.has(file)) this.compiled.delete(file);
+    if (changes.drastic && removalWaitMs > 0) return { snapshot: this.current, problems: resolution.problems, postponedMs: removalWaitMs };
+
+    this.current = resolution.next;
+    this.heldByUnnamed = resolution.heldByUnnamed;
+    const wasMissing = this.applied.missing;
+    this.applied = { files: listing.files, missing: listing.missing };
+    this.report({ listing, wasMissing, records, resolution, changes, trigger });
+    this.lifetimes.retire(changes.retired);
+    const outcome = { snapshot: this.current, problems: resolution.problems };
+    if (trigger !== 'start') this.options.onReload?.(outcome, trigger);
+    return outcome;
+  }
+
+  /** A live endpoint of the toolkit with exactly this definition. */
+  private liveEndpoint(toolkit: string, definition: string): CompiledEndpoint | undefined {
+    for (const byMethod of this.current.get(toolkit)?.routes.values() ?? []) {
+      for (const endpoint of byMethod.values()) if (endpoint.definition === definition) return endpoint;
+    }
+    return undefined;
+  }
+
+  /** The file's compile result: the last one when neither its content nor the schema changed. Refused files are tried again. */
+  private async compile(file: string, signature: string, schema: string, env: CompileEnvironment): Promise<FileRecord> {
+    const last = this.compiled.get(file);
+    const reusable = last && last.schema === schema && 'toolkit' in last.result;
+    if (reusable && last.signature === signature) return last;
+    const read = await this.read(file);
+    if ('problem' in read) return { signature, hash: read.hash, schema, result: refused(file, [{ path: [], message: read.problem }]) };
+    if (reusable && last.hash === read.hash) return { ...last, signature };
+    return { signature, hash: read.hash, schema, result: await compileOrRefuse(file, read.text, env) };
+  }
+
+  private async read(file: string): Promise<{ text: string; hash: string } | { problem: string; hash: string | undefined }> {
+    let handle;
+    try {
+      handle = await open(file);
+      const { size } = await handle.stat();
+      if (size > this.options.maxFileBytes) return { problem: `is ${size} bytes, larger than toolkits.max_file_bytes (${this.options.maxFileBytes})`, hash: undefined };
+      return decodeToolkitFile(await handle.readFile());
+    } catch (err) {
+      return { problem: `cannot be read: ${describeFsError(err)}`, hash: undefined };
+    } finally {
+      await handle?.close();
+    }
+  }
+
+  /** Logs what changed: refused files once per change, duplicates and kept versions at every reload. */
+  private report(r: { listing: DirectoryListing; wasMissing: string | undefined; records: Map<string, FileRecord>; resolution: Resolution; changes: SnapshotChanges; trigger: string }): void {
+    const { trigger } = r;
+    if (r.listing.missing && !r.wasMissing) this.log.warn('toolkit directory unavailable', { dir: this.dir, reason: r.listing.missing, kept: [...this.current.keys()] });
+    if (!r.listing.missing && r.wasMissing) this.log.info('toolkit directory available', { dir: this.dir, real_path: r.listing.realDir });
+    this.reportRefusals(r.records, trigger);
+    for (const duplicate of r.resolution.duplicates) {
+      this.log.warn('toolkit defined in several files', { toolkit: duplicate.toolkit, files: duplicate.files, served_from: duplicate.kept ?? null, trigger });
+    }
+    for (const held of r.resolution.held) {
+      this.log.warn('toolkit kept at its last good version', { toolkit: held.toolkit, reason: held.reason, files: held.files, trigger });
+    }
+    for (const toolkit of r.changes.added) this.log.info('toolkit loaded', { toolkit: toolkit.name, file: path.basename(toolkit.file), trigger });
+    for (const { before, after, removedEndpoints } of r.changes.changed) {
+      const fields = { toolkit: after.name, file: path.basename(after.file), trigger };
+      if (before.file !== after.file) this.log.warn('toolkit now defined by another file', { ...fields, previous_file: path.basename(before.file) });
+      if (removedEndpoints.length > 0) this.log.warn('toolkit endpoints removed', { ...fields, endpoints: removedEndpoints });
+      this.log.info('toolkit reloaded', fields);
+    }
+    for (const toolkit of r.changes.removed) this.log.warn('toolkit removed', { toolkit: toolkit.name, file: path.basename(toolkit.file), trigger });
+  }
+
+  private reportRefusals(records: Map<string, FileRecord>, trigger: string): void {
+    for (const [file, record] of records) {
+      if ('toolkit' in record.result) {
+        this.loggedRefusals.delete(file);
         continue;
       }
-      problems.push(...result.problems);
-      const kept = this.lastGood.get(file);
-      if (kept) candidates.set(file, kept);
+      const key = `${record.hash}:${JSON.stringify(record.result.problems)}`;
+      if (this.loggedRefusals.get(file) === key) continue;
+      this.loggedRefusals.set(file, key);
+      for (const problem of record.result.problems) this.log.warn('toolkit file refused', { file: problem.file, path: problem.path, reason: problem.message, trigger });
     }
-    const owners = this.assignNames(candidates, problems);
-    const next = new Map<string, CompiledToolkit>();
-    for (const [name, file] of owners) next.set(name, candidates.get(file)!);
-    this.logChanges(this.current, next, problems);
-    this.current = next;
-    this.lastGood = new Map([...owners.values()].map((file) => [file, candidates.get(file)!]));
-    this.onReload({ snapshot: next, problems });
-    return { snapshot: next, problems };
-  }
-
-  /** Which file owns each toolkit name: the file that owned it before, else the first by file name. */
-  private assignNames(candidates: Map<string, CompiledToolkit>, problems: ToolkitProblem[]): Map<string, string> {
-    const owners = new Map<string, string>();
-    const previousOwner = (name: string) => this.current.get(name)?.file;
-    const ordered = [...candidates.keys()].sort((a, b) => {
-      const aOwns = previousOwner(candidates.get(a)!.name) === a ? 0 : 1;
-      const bOwns = previousOwner(candidates.get(b)!.name) === b ? 0 : 1;
-      return aOwns - bOwns || a.localeCompare(b);
-    });
-    for (const file of ordered) {
-      const { name } = candidates.get(file)!;
-      const owner = owners.get(name);
-      if (owner) {
-        problems.push({ file: path.basename(file), path: 'name', message: `toolkit ${name} is already defined in ${path.basename(owner)}` });
-      } else {
-        owners.set(name, file);
-      }
-    }
-    return owners;
-  }
-
-  private logChanges(before: ToolkitSnapshot, after: ToolkitSnapshot, problems: ToolkitProblem[]): void {
-    for (const problem of problems) this.log.error('toolkit file refused', { file: problem.file, path: problem.path, reason: problem.message });
-    for (const [name, toolkit] of after) {
-      const old = before.get(name);
-      if (!old) this.log.info('toolkit loaded', { toolkit: name, file: path.basename(toolkit.file) });
-      else if (old !== toolkit) this.log.info('toolkit reloaded', { toolkit: name, file: path.basename(toolkit.file) });
-    }
-    for (const name of before.keys()) if (!after.has(name)) this.log.info('toolkit removed', { toolkit: name });
+    for (const file of this.loggedRefusals.keys()) if (!records.has(file)) this.loggedRefusals.delete(file);
   }
 }
 
-export async function listToolkitFiles(dir: string): Promise<string[]> {
-  let entries;
+/** A plugin whose check() throws refuses only this file; every other file's change still applies. */
+async function compileOrRefuse(file: string, text: string, env: CompileEnvironment): Promise<CompileResult> {
   try {
-    entries = await readdir(dir, { withFileTypes: true });
+    return await compileToolkitText(file, text, env);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
+    return refused(file, [{ path: [], message: `could not be checked: ${(err as Error).message}` }]);
   }
-  return entries
-    .filter((entry) => (entry.isFile() || entry.isSymbolicLink()) && !entry.name.startsWith('.') && TOOLKIT_EXTENSIONS.includes(path.extname(entry.name)))
-    .map((entry) => path.join(dir, entry.name))
-    .sort();
 }

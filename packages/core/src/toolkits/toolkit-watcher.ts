@@ -1,38 +1,201 @@
-import { watch, type FSWatcher } from 'chokidar';
+import { statSync, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log.js';
-import { TOOLKIT_EXTENSIONS } from './compile-toolkit.js';
+import type { DirectoryListing } from './toolkit-directory.js';
 import type { ToolkitRegistry } from './toolkit-registry.js';
 
-/** Quiet time after the last file event before reloading: a `git pull` of many files becomes one reload. */
-const SETTLE_MS = 100;
+export interface WatchOptions {
+  /** toolkits.settle: the directory must be quiet this long before a change is applied (as one batch). */
+  settleMs: number;
+  /** toolkits.rescan_interval: a stat-only look at the directory this often, for lost events (0 = never). */
+  rescanIntervalMs: number;
+}
+
+/** One look at the directory: when, what it saw, and since when the directory has looked like that. */
+interface Look {
+  at: number;
+  listing: DirectoryListing;
+  since: number;
+}
+
+interface DirectoryWatch {
+  watcher: FSWatcher;
+  /** The inode watched: a directory deleted and re-created at the same path is a new one to watch. */
+  inode: number;
+}
 
 /**
- * Watches the toolkit directory and reloads the registry when a toolkit file is added, changed,
- * renamed or deleted. awaitWriteFinish waits until a file stops growing, so a half-written file is
- * rarely read; if it is, it fails validation and the last good version stays live until the next event.
+ * Watches the toolkit directory and applies its changes to the registry in batches.
+ *
+ * - Watched: the directory's parent (the directory, or the symlink naming it, deleted, replaced or
+ *   re-pointed), the directory's real path as resolved at the last look, and the directories of symlinked
+ *   files' targets. Every look re-resolves them, so the watch follows the directory wherever it goes.
+ * - An event only says "look soon": once nothing has happened for `settle`, one look lists the files with
+ *   their stat signatures and the registry applies every difference at once (a git checkout is one step).
+ * - A difference no event announced (lost events on network mounts, a directory just replaced) is applied
+ *   only when a second look, `settle` later, sees the same thing.
+ * - A change that removes a toolkit or endpoint waits until the directory has been quiet twice `settle`:
+ *   a writer that pauses mid-file does not take endpoints away.
  */
-export function watchToolkits(dir: string, registry: ToolkitRegistry, log: Logger): { close(): Promise<void> } {
-  let timer: NodeJS.Timeout | undefined;
-  const schedule = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      registry.reload().catch((err) => log.error('toolkit reload failed', { err }));
-    }, SETTLE_MS);
-  };
-  const watcher: FSWatcher = watch(dir, {
-    ignoreInitial: true,
-    depth: 0,
-    atomic: true,
-    awaitWriteFinish: { stabilityThreshold: 120, pollInterval: 40 },
-    ignored: (file, stats) => Boolean(stats?.isFile()) && !TOOLKIT_EXTENSIONS.includes(path.extname(file)),
-  });
-  watcher.on('all', schedule);
-  watcher.on('error', (err) => log.error('toolkit watcher failed', { err }));
-  return {
-    close: async () => {
-      clearTimeout(timer);
-      await watcher.close();
-    },
-  };
+export class ToolkitWatcher {
+  private readonly watches = new Map<string, DirectoryWatch>();
+  private lastEventAt = Number.NEGATIVE_INFINITY;
+  private trigger: string | undefined;
+  private previousLook: Look | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private interval: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private tickAgain = false;
+  private closed = false;
+
+  constructor(
+    private readonly registry: ToolkitRegistry,
+    private readonly options: WatchOptions,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts watching what the registry loaded from, and the periodic rescan. */
+  async start(): Promise<void> {
+    const at = Date.now();
+    const listing = await this.registry.look();
+    this.previousLook = { at, listing, since: at };
+    this.reconcile(listing);
+    if (this.options.rescanIntervalMs > 0) {
+      this.interval = setInterval(() => void this.tick(), this.options.rescanIntervalMs);
+      this.interval.unref();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    clearInterval(this.interval);
+    for (const { watcher } of this.watches.values()) watcher.close();
+    this.watches.clear();
+  }
+
+  private get dir(): string {
+    return this.registry.dir;
+  }
+
+  private onEvent(watched: string, filename: string | null): void {
+    // In the parent only the directory's own entry matters, not its siblings.
+    if (watched === path.dirname(this.dir) && filename !== null && filename !== path.basename(this.dir)) return;
+    this.lastEventAt = Date.now();
+    this.trigger ??= filename === null ? watched : path.join(watched, filename);
+    this.schedule(this.options.settleMs);
+  }
+
+  private schedule(ms: number): void {
+    if (this.closed) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), Math.max(0, ms));
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.closed) return;
+    if (this.ticking) {
+      this.tickAgain = true;
+      return;
+    }
+    this.ticking = true;
+    try {
+      await this.lookAndApply();
+    } catch (err) {
+      this.log.error('toolkit reload failed', { dir: this.dir, err });
+    } finally {
+      this.ticking = false;
+      if (this.tickAgain) {
+        this.tickAgain = false;
+        this.schedule(0);
+      }
+    }
+  }
+
+  private async lookAndApply(): Promise<void> {
+    const { settleMs } = this.options;
+    const quiet = Date.now() - this.lastEventAt;
+    if (quiet < settleMs) return this.schedule(settleMs - quiet);
+    const lookedAt = Date.now();
+    const listing = await this.registry.look();
+    const rewatched = this.reconcile(listing);
+    const previous = this.previousLook;
+    const announced = previous !== undefined && this.lastEventAt >= previous.at;
+    const since = this.stateSince(listing, previous, announced && !rewatched, lookedAt);
+    this.previousLook = { at: lookedAt, listing, since };
+    const changed = this.registry.differences(listing);
+    if (changed.length === 0) {
+      this.trigger = undefined;
+      return;
+    }
+    this.trigger ??= announced ? changed[0] : `rescan: ${changed[0]}`;
+    const stableFor = Date.now() - since;
+    if (stableFor < settleMs) {
+      if (!announced && since === lookedAt) this.log.info('toolkit change found by rescan', { path: changed[0], files: changed.length });
+      return this.schedule(settleMs - stableFor);
+    }
+    const quietFor = Date.now() - Math.max(this.lastEventAt, since);
+    const outcome = await this.registry.apply(listing, this.trigger!, Math.max(0, 2 * settleMs - quietFor));
+    if (outcome.postponedMs !== undefined) return this.schedule(outcome.postponedMs);
+    this.trigger = undefined;
+  }
+
+  /**
+   * Since when the directory has looked like this: unchanged since the previous look keeps that look's date;
+   * a change an event announced dates from that event; any other change (lost events, a directory whose
+   * watch was just made) dates from this look, so a second look must confirm it a settle period later.
+   */
+  private stateSince(listing: DirectoryListing, previous: Look | undefined, announced: boolean, lookedAt: number): number {
+    if (previous && sameListing(previous.listing, listing)) return previous.since;
+    return announced ? this.lastEventAt : lookedAt;
+  }
+
+  /** Watches what this look resolved; true when the directory's own watch had to be made anew. */
+  private reconcile(listing: DirectoryListing): boolean {
+    const wanted = new Set([path.dirname(this.dir), ...(listing.realDir ? [listing.realDir] : []), ...listing.targetDirs]);
+    for (const [dir, current] of this.watches) {
+      if (!wanted.has(dir) || inodeOf(dir) !== current.inode) {
+        current.watcher.close();
+        this.watches.delete(dir);
+      }
+    }
+    let rewatched = false;
+    for (const dir of wanted) {
+      if (!this.watches.has(dir) && this.watchDirectory(dir) && dir === listing.realDir) rewatched = true;
+    }
+    return rewatched;
+  }
+
+  private watchDirectory(dir: string): boolean {
+    const inode = inodeOf(dir);
+    if (inode === undefined) return false;
+    try {
+      const watcher = watch(dir, { persistent: false }, (_event, filename) => this.onEvent(dir, filename === null ? null : String(filename)));
+      watcher.on('error', () => {
+        watcher.close();
+        if (this.watches.get(dir)?.watcher === watcher) this.watches.delete(dir);
+        this.onEvent(dir, null);
+      });
+      this.watches.set(dir, { watcher, inode });
+      return true;
+    } catch (err) {
+      this.log.debug('toolkit directory not watched', { dir, err });
+      return false;
+    }
+  }
+}
+
+function inodeOf(dir: string): number | undefined {
+  try {
+    return statSync(dir).ino;
+  } catch {
+    return undefined;
+  }
+}
+
+function sameListing(a: DirectoryListing, b: DirectoryListing): boolean {
+  if (a.realDir !== b.realDir || a.missing !== b.missing || a.files.size !== b.files.size) return false;
+  for (const [file, signature] of a.files) if (b.files.get(file) !== signature) return false;
+  return true;
 }
