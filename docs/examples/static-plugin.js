@@ -1,7 +1,7 @@
 // A complete tkgate plugin: the worked example of docs/plugins.md, loaded by the test suite from this path.
 // It adds the endpoint type `static` (answers configured JSON, optionally per toolkit group) and the
 // named function `static.now` (for `type: internal` endpoints with `handler: static.now`).
-import { PLUGIN_API_VERSION, z } from '@tkgate/core';
+import { z } from '@tkgate/core';
 
 /** The endpoint keys this type adds; unknown keys are refused with their key path. The descriptions show in editors (`tkgate schema`). */
 const configSchema = z.strictObject({
@@ -12,7 +12,7 @@ const configSchema = z.strictObject({
 /** @type {import('@tkgate/core').TkgatePlugin} */
 const plugin = {
   name: 'tkgate-plugin-static',
-  apiVersion: PLUGIN_API_VERSION,
+  apiVersion: '^1.0',
   register(api) {
     api.registerEndpointType({
       type: 'static',

@@ -1,9 +1,9 @@
-import { GatewayError, PLUGIN_API_VERSION, z, type TkgatePlugin } from '@tkgate/core';
+import { GatewayError, z, type TkgatePlugin } from '@tkgate/core';
 
 /** Named functions for tests, loaded by path like any third-party plugin. */
 const plugin: TkgatePlugin = {
   name: 'tkgate-test-functions',
-  apiVersion: PLUGIN_API_VERSION,
+  apiVersion: '^1.1',
   register(api) {
     api.registerFunction('echo', ({ context }) => context);
     api.registerFunction('sleep', async ({ context }) => {

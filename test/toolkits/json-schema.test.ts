@@ -13,6 +13,7 @@ import { toolkitDir, type ToolkitDoc } from '../support/toolkit-files.js';
 /** `tkgate schema`: editors validate toolkit files with it as `config check` would, key for key. */
 const DEFAULT_PLUGINS = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkgate/plugin-exec'];
 const staticPlugin = path.join(repoRoot, 'docs/examples/static-plugin.js');
+const redisPlugin = path.join(repoRoot, 'examples/plugin-redis/dist/index.js');
 const committedSchema = path.join(repoRoot, 'config/toolkit.schema.json');
 
 async function printSchema(plugins: string[]): Promise<Record<string, any>> {
@@ -67,14 +68,14 @@ describe('tkgate schema: the JSON Schema of toolkit files', function () {
   let schema: Record<string, any>;
   let validate: ValidateFunction;
   before(async () => {
-    schema = await printSchema([...DEFAULT_PLUGINS, staticPlugin]);
+    schema = await printSchema([...DEFAULT_PLUGINS, staticPlugin, redisPlugin]);
     validate = compile(schema);
   });
 
   it("is JSON Schema 2020-12 with a description on every key, including each loaded plugin's keys", () => {
     expect(schema.$schema).to.equal('https://json-schema.org/draft/2020-12/schema');
     const endpoint = schema.properties.endpoints.items;
-    expect(endpoint.properties.type.enum).to.deep.equal(['internal', 'http', 'exec', 'static']);
+    expect(endpoint.properties.type.enum).to.deep.equal(['internal', 'http', 'exec', 'static', 'redis']);
     const staticKeys = endpoint.allOf.find((branch: any) => branch.if.properties.type.const === 'static').then.properties;
     expect(Object.keys(staticKeys)).to.deep.equal(['value', 'by_group']);
     const undescribed = [...properties(schema, '')].filter(([, property]) => typeof property.description !== 'string' || property.description === '').map(([where]) => where);

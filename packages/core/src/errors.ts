@@ -1,13 +1,23 @@
+import { CORE_ERROR_CODES, ERROR_CODE_PATTERN, isErrorStatus, type CoreErrorCode } from './error-codes.js';
+import { headersProblem } from './http/header-rules.js';
+
 /**
  * The one error family of tkgate. Anything thrown inside a request that is a GatewayError
  * becomes the error envelope with its status, code and details (see http/error-envelope.ts);
  * anything else becomes a 500 `internal_error` whose cause is only logged.
+ *
+ * GatewayErrors are recognised by a brand, not by their class: a plugin may bring its own copy of
+ * @tkgate/core (npm nests one when versions differ), and its errors must keep their status and code.
+ * `instanceof GatewayError` checks the brand too, so it holds across copies.
  */
 export interface GatewayErrorOptions {
   details?: unknown;
   headers?: Record<string, string>;
   cause?: unknown;
 }
+
+/** Shared by every copy of @tkgate/core in a process (Symbol.for is process-wide by design). */
+const GATEWAY_ERROR = Symbol.for('tkgate.GatewayError');
 
 export class GatewayError extends Error {
   readonly status: number;
@@ -23,7 +33,43 @@ export class GatewayError extends Error {
     this.details = options.details;
     this.headers = options.headers ?? {};
   }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== GatewayError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return isBranded(value);
+  }
 }
+Object.defineProperty(GatewayError.prototype, GATEWAY_ERROR, { value: true });
+
+/** The fields core reads from a GatewayError of any copy. */
+export interface GatewayErrorShape {
+  status: number;
+  code: string;
+  message: string;
+  details?: unknown;
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+function isBranded(value: unknown): value is GatewayErrorShape {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[GATEWAY_ERROR] === true;
+}
+
+/**
+ * A GatewayError from any copy of core whose status (400-599), code and headers can go to a client; undefined for
+ * anything else, including foreign errors that merely have a `status`. A branded error with a bad
+ * status or code is a bug of its thrower: the caller treats it as internal.
+ */
+export function asGatewayError(value: unknown): GatewayErrorShape | undefined {
+  if (!isBranded(value)) return undefined;
+  if (!isErrorStatus(value.status) || typeof value.code !== 'string' || !ERROR_CODE_PATTERN.test(value.code)) return undefined;
+  if (typeof value.message !== 'string' || headersProblem(value.headers) !== undefined) return undefined;
+  return value;
+}
+
+/** An error with one of core's declared codes (error-codes.ts); the status comes from the table. */
+export const coreError = (code: CoreErrorCode, message: string, options?: GatewayErrorOptions): GatewayError =>
+  new GatewayError(CORE_ERROR_CODES[code].status, code, message, options);
 
 /** One failed check of a request field: which field, which rule, and why. */
 export interface FieldProblem {
@@ -33,30 +79,24 @@ export interface FieldProblem {
 }
 
 export const invalidPayload = (problems: FieldProblem[], message = 'the request payload is invalid'): GatewayError =>
-  new GatewayError(400, 'invalid_payload', message, { details: problems });
+  coreError('invalid_payload', message, { details: problems });
 
 export const payloadTooLarge = (limit: number): GatewayError =>
-  new GatewayError(413, 'payload_too_large', `the request body is larger than ${limit} bytes`, {
-    details: { max_body_bytes: limit },
-  });
+  coreError('payload_too_large', `the request body is larger than ${limit} bytes`, { details: { max_body_bytes: limit } });
 
-export const unauthorized = (message = 'a valid session token is required'): GatewayError =>
-  new GatewayError(401, 'unauthorized', message);
+export const unauthorized = (message = 'a valid session token is required'): GatewayError => coreError('unauthorized', message);
 
-export const forbidden = (message: string): GatewayError => new GatewayError(403, 'forbidden', message);
+export const forbidden = (message: string): GatewayError => coreError('forbidden', message);
 
-export const notFound = (code: string, message: string): GatewayError => new GatewayError(404, code, message);
+export const notFound = (code: CoreErrorCode & `${string}not_found`, message: string): GatewayError => coreError(code, message);
 
 export const methodNotAllowed = (allowed: string[]): GatewayError =>
-  new GatewayError(405, 'method_not_allowed', `method not allowed; allowed: ${allowed.join(', ')}`, {
-    headers: { Allow: allowed.join(', ') },
-  });
+  coreError('method_not_allowed', `method not allowed; allowed: ${allowed.join(', ')}`, { headers: { Allow: allowed.join(', ') } });
 
 export const rateLimited = (retryAfterSeconds: number): GatewayError =>
-  new GatewayError(429, 'rate_limited', 'too many failed logins; try again later', {
+  coreError('rate_limited', 'too many failed logins; try again later', {
     headers: { 'Retry-After': String(retryAfterSeconds) },
     details: { retry_after_s: retryAfterSeconds },
   });
 
-export const internalError = (cause?: unknown): GatewayError =>
-  new GatewayError(500, 'internal_error', 'internal error', { cause });
+export const internalError = (cause?: unknown): GatewayError => coreError('internal_error', 'internal error', { cause });

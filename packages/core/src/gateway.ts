@@ -11,7 +11,8 @@ import { answerPrimaryScrapes } from './ops/cluster-metrics.js';
 import type { ReadinessState } from './ops/health.js';
 import { createMetrics } from './ops/metrics.js';
 import { registrySource, serveMetrics } from './ops/metrics-server.js';
-import { loadPlugins } from './plugins/plugin-loader.js';
+import { importPlugins, registerPlugins } from './plugins/plugin-loader.js';
+import { migratePlugins } from './plugins/plugin-migrations.js';
 import { SessionPersistence } from './sessions/session-persistence.js';
 import { SessionStore } from './sessions/session-store.js';
 import { requireToolkitDirectory } from './toolkits/check-directory.js';
@@ -107,11 +108,13 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     const applied = await database(migrateToLatest(db)).catch((err: Error) => {
       throw err instanceof StartCancelled ? err : new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
     });
+    const imported = await importPlugins(config.plugins);
+    applied.push(...(await database(migratePlugins(db, imported))));
     if (applied.length > 0) log.info('database migrated', { applied });
 
     const reads = openPreparedReads(db, config.db);
     cleanups.push(() => reads.close());
-    const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options, metrics });
+    const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options, metrics });
     cleanups.push(() => plugins.close());
     checkpoint();
     const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, log, {

@@ -14,11 +14,14 @@ export {
   methodNotAllowed,
   rateLimited,
   internalError,
+  asGatewayError,
 } from './errors.js';
-export type { FieldProblem, GatewayErrorOptions } from './errors.js';
+export type { FieldProblem, GatewayErrorOptions, GatewayErrorShape } from './errors.js';
+export { CORE_ERROR_CODES } from './error-codes.js';
+export type { ErrorCodeDeclaration, CoreErrorCode } from './error-codes.js';
 export { openDatabase } from './db/connect.js';
 export type { Database } from './db/connect.js';
-export { migrateToLatest } from './db/migrate.js';
+export { migrateToLatest, migrateWithPlugins } from './db/migrate.js';
 export { startGateway, StartCancelled, describeDatabase } from './gateway.js';
 export type { RunningGateway, GatewayOptions } from './gateway.js';
 export { clusterSource, answerPrimaryScrapes } from './ops/cluster-metrics.js';
@@ -31,8 +34,15 @@ export { addGroup, associate, override } from './admin/group-admin.js';
 export { userIdOf } from './admin/lookups.js';
 
 // The plugin API (docs/plugins.md): the same surface the built-in endpoint types use.
-export { PLUGIN_API_VERSION, StreamedResponse } from './plugins/plugin-api.js';
+// A plugin states its API range as a literal of its own (docs/plugins.md, "Compatibility"); the host's
+// version is not exported, so that no plugin can claim whatever version its host happens to have.
+export { StreamedResponse, reply } from './plugins/plugin-api.js';
 export type {
+  ApiRange,
+  PluginMigrations,
+  PluginMigration,
+  ReplyOptions,
+  EnvelopedReply,
   TkgatePlugin,
   PluginApi,
   EndpointType,

@@ -58,3 +58,9 @@ export function createLogger(level: LogLevel = 'info', sink: LogSink = writeStdo
   };
   return { error: emit('error'), warn: emit('warn'), info: emit('info'), debug: emit('debug') };
 }
+
+/** A logger whose lines all carry `fields` (a line's own fields win); scopes nest. */
+export function scopedLogger(log: Logger, fields: LogFields): Logger {
+  const at = (emit: Logger['info']) => (msg: string, own?: LogFields) => emit(msg, own ? { ...fields, ...own } : fields);
+  return { error: at(log.error), warn: at(log.warn), info: at(log.info), debug: at(log.debug) };
+}

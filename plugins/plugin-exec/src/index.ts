@@ -1,14 +1,20 @@
-import { AdmissionGate, EndpointGates, PLUGIN_API_VERSION, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { AdmissionGate, EndpointGates, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { execConfigSchema, execOptionsSchema, type ExecConfig } from './exec-config.js';
 import { checkExecEndpoint, runExecEndpoint, type ExecServices } from './exec-endpoint.js';
 import { SpawnPool } from './spawn-pool.js';
+
+/** The error codes this type answers with besides core's (docs/errors.md is generated from them). */
+export const ERROR_CODES = {
+  exec_failed: { status: 500, meaning: 'The command exited non-zero, timed out, wrote more than max_output_bytes, or could not be started; stderr is logged, never returned.' },
+} as const;
 
 const BUSY = 'too many commands are running; try again shortly';
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-exec',
-  apiVersion: PLUGIN_API_VERSION,
+  apiVersion: '^1.1',
   async register(api) {
+    api.declareErrors(ERROR_CODES);
     const parsed = await api.readOptions(execOptionsSchema);
     const pool = new SpawnPool(parsed.spawn_helpers, api.log);
     api.onClose(() => pool.close());

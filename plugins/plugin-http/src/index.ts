@@ -1,4 +1,4 @@
-import { EndpointGates, PLUGIN_API_VERSION, z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { EndpointGates, z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { describeHttpResponse } from './describe-response.js';
 import { httpConfigSchema, type HttpConfig } from './http-config.js';
 import { proxy } from './proxy.js';
@@ -10,10 +10,16 @@ const transports = { undici: undiciTransport, got: gotTransport };
 
 export type { UpstreamTransport, UpstreamRequest, UpstreamResponse } from './upstream-transport.js';
 
+/** The error codes this type answers with besides core's (docs/errors.md is generated from them). */
+export const ERROR_CODES = {
+  upstream_error: { status: 502, meaning: 'The upstream failed, timed out, or answered non-2xx or (without passthrough) non-JSON; `details` has its status.' },
+} as const;
+
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-http',
-  apiVersion: PLUGIN_API_VERSION,
+  apiVersion: '^1.1',
   async register(api) {
+    api.declareErrors(ERROR_CODES);
     const options = await api.readOptions(optionsSchema);
     const transport = transports[options.transport]();
     api.onClose(() => transport.close());

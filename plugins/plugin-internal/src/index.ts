@@ -1,4 +1,4 @@
-import { PLUGIN_API_VERSION, GatewayError, type DatabaseSchema, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { GatewayError, type DatabaseSchema, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { checkInternalEndpoint } from './check-queries.js';
 import { describeInternalResponse } from './describe-response.js';
 import { internalConfigSchema, type InternalConfig } from './internal-config.js';
@@ -11,7 +11,7 @@ const checkedAgainst = new WeakMap<InternalConfig, DatabaseSchema>();
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-internal',
-  apiVersion: PLUGIN_API_VERSION,
+  apiVersion: '^1.1',
   register(api) {
     const internal: EndpointType<InternalConfig> = {
       type: 'internal',

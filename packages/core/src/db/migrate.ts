@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import type { Database } from './connect.js';
 import * as initial from './migrations/001_initial.js';
+import { importPlugins } from '../plugins/plugin-loader.js';
+import { migratePlugins } from '../plugins/plugin-migrations.js';
 
 /** Migrations are compiled in, not globbed from disk, so the installed binary carries them. */
 const migrations: Record<string, Knex.Migration> = {
@@ -17,4 +19,13 @@ const source: Knex.MigrationSource<string> = {
 export async function migrateToLatest(db: Database): Promise<string[]> {
   const [, applied] = (await db.migrate.latest({ migrationSource: source, tableName: 'tkgate_migrations' })) as [number, string[]];
   return applied;
+}
+
+/**
+ * `tkgate migrate`: core's schema, then each configured plugin's own migrations (imported, not
+ * registered). Returns what ran; plugins' as "<plugin>/<migration>".
+ */
+export async function migrateWithPlugins(db: Database, pluginSpecifiers: string[]): Promise<string[]> {
+  const applied = await migrateToLatest(db);
+  return [...applied, ...(await migratePlugins(db, await importPlugins(pluginSpecifiers)))];
 }

@@ -1,9 +1,13 @@
 import type { Database } from '../db/connect.js';
+import { asGatewayError, internalError } from '../errors.js';
+import { clientAddress } from '../http/client-address.js';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
-import type { Logger } from '../log.js';
+import { headersProblem } from '../http/header-rules.js';
+import { scopedLogger, type Logger } from '../log.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
-import { StreamedResponse, type EndpointCall } from '../plugins/plugin-api.js';
+import type { RegisteredType } from '../plugins/endpoint-types.js';
+import { isReply, StreamedResponse, type EndpointCall, type EnvelopedReply } from '../plugins/plugin-api.js';
 
 /** Request headers a plugin never sees: credentials of the client, and hop-by-hop headers. */
 const WITHHELD_HEADERS = new Set([
@@ -28,64 +32,108 @@ function clientGone(ctx: GatewayContext): AbortSignal {
   return controller.signal;
 }
 
+export interface ExecuteServices {
+  db: Database;
+  log: Logger;
+  /** server.trust_proxy: the client address is the last X-Forwarded-For entry. */
+  trustProxy: boolean;
+  /** tkgate_upstream_duration_seconds: how long each endpoint's type took to answer. */
+  metrics: GatewayMetrics;
+}
+
 /**
- * What the plugin gets. `signal` and `headers` are made on first use: most endpoints read neither, and
- * creating an AbortSignal measured ~4% of an internal endpoint's CPU.
+ * What the plugin gets. `signal`, `headers`, `clientAddress` and `log` are made on first use: most
+ * endpoints read none of them, and creating an AbortSignal measured ~4% of an internal endpoint's CPU.
  */
-function endpointCall(ctx: GatewayContext, db: Database, log: Logger): EndpointCall<unknown> {
+function endpointCall(ctx: GatewayContext, s: ExecuteServices): EndpointCall<unknown> {
   const endpoint = ctx.state.endpoint!;
   let signal: AbortSignal | undefined;
   let headers: Record<string, string> | undefined;
+  let log: Logger | undefined;
   return {
     config: endpoint.typeConfig,
     context: ctx.state.requestContext!,
     requestId: ctx.state.requestId,
+    method: ctx.method,
+    get clientAddress() {
+      return clientAddress(ctx, s.trustProxy);
+    },
     get headers() {
       return (headers ??= forwardableHeaders(ctx));
     },
     get signal() {
       return (signal ??= clientGone(ctx));
     },
-    db,
-    log,
+    db: s.db,
+    get log() {
+      return (log ??= scopedLogger(s.log, { plugin: endpoint.type.plugin, request_id: ctx.state.requestId, toolkit: endpoint.toolkit, endpoint: endpoint.path }));
+    },
     endpoint: { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint },
   };
 }
 
+/** 2xx with a body: 204 and 205 have none, and the envelope is one. */
+const isEnvelopeStatus = (status: unknown): boolean =>
+  typeof status === 'number' && Number.isInteger(status) && status >= 200 && status <= 299 && status !== 204 && status !== 205;
+
+function sendReply(ctx: GatewayContext, answer: EnvelopedReply): void {
+  const problem = isEnvelopeStatus(answer.status) ? headersProblem(answer.headers) : `status ${JSON.stringify(answer.status)} is not 200-299 (204 and 205 excepted)`;
+  if (problem) throw internalError(new Error(`plugin ${ctx.state.endpoint!.type.plugin} replied badly: ${problem}`));
+  for (const [name, value] of Object.entries(answer.headers)) ctx.set(name, value);
+  sendData(ctx, answer.data ?? null, answer.status);
+}
+
 /**
- * Step 9: the endpoint type's plugin runs the request. Data goes out in the success envelope; a
- * StreamedResponse goes out as its own bytes and headers; a thrown GatewayError keeps its status and code.
+ * Step 9: the endpoint type's plugin runs the request. Data goes out in the success envelope (`undefined`
+ * as `null`), with the status and headers of a `reply`; a StreamedResponse goes out as its own bytes and
+ * headers; a thrown GatewayError keeps its status and code.
  */
-export function executeStep(db: Database, log: Logger, metrics: GatewayMetrics): GatewayMiddleware {
+export function executeStep(s: ExecuteServices): GatewayMiddleware {
+  const undeclared = new Set<string>();
+  /** A code no one declared still reaches the client; the log says so once per plugin and code. */
+  const noteUndeclared = (type: RegisteredType, thrown: unknown) => {
+    const error = asGatewayError(thrown);
+    const key = `${type.plugin}\0${error?.code}`;
+    if (!error || type.knowsErrorCode(error.code) || undeclared.has(key)) return;
+    undeclared.add(key);
+    s.log.warn('undeclared error code', { plugin: type.plugin, code: error.code, status: error.status, hint: 'declare it with api.declareErrors' });
+  };
   return async (ctx) => {
     const endpoint = ctx.state.endpoint!;
+    const type = endpoint.type;
     const started = performance.now();
     let result: unknown;
     try {
-      result = await endpoint.type.execute(endpointCall(ctx, db, log));
+      result = await type.execute(endpointCall(ctx, s));
+    } catch (thrown) {
+      noteUndeclared(type, thrown);
+      throw thrown;
     } finally {
-      metrics.upstream(endpoint.toolkit, endpoint.path, (performance.now() - started) / 1000);
+      s.metrics.upstream(endpoint.toolkit, endpoint.path, (performance.now() - started) / 1000);
     }
-    if (result instanceof StreamedResponse) {
-      ctx.status = result.status;
-      for (const [name, value] of Object.entries(result.headers)) ctx.set(name, value);
-      if (typeof result.body !== 'function') {
-        ctx.body = result.body;
-        return;
-      }
-      // The plugin writes the body itself; once bytes are out, a failure can only cut the connection.
-      ctx.respond = false;
-      try {
-        await result.body(ctx.res);
-        ctx.res.end();
-      } catch (err) {
-        // A client that leaves mid-download is routine, not a fault of the gateway or the upstream.
-        if (ctx.res.destroyed || ctx.req.socket.destroyed) log.info('client left during a streamed response', { request_id: ctx.state.requestId, path: ctx.path });
-        else log.error('streamed response cut', { request_id: ctx.state.requestId, path: ctx.path, err });
-        ctx.res.destroy();
-      }
-      return;
-    }
-    sendData(ctx, result);
+    if (result instanceof StreamedResponse) return sendStream(ctx, result, s.log);
+    if (isReply(result)) return sendReply(ctx, result);
+    sendData(ctx, result ?? null);
   };
+}
+
+async function sendStream(ctx: GatewayContext, result: StreamedResponse, log: Logger): Promise<void> {
+  ctx.status = result.status;
+  for (const [name, value] of Object.entries(result.headers)) ctx.set(name, value);
+  if (typeof result.body !== 'function') {
+    ctx.body = result.body;
+    return;
+  }
+  // The plugin writes the body itself; once bytes are out, a failure can only cut the connection.
+  ctx.respond = false;
+  try {
+    await result.body(ctx.res);
+    ctx.res.end();
+  } catch (err) {
+    const fields = { request_id: ctx.state.requestId, path: ctx.path, plugin: ctx.state.endpoint!.type.plugin };
+    // A client that leaves mid-download is routine, not a fault of the gateway or the upstream.
+    if (ctx.res.destroyed || ctx.req.socket.destroyed) log.info('client left during a streamed response', fields);
+    else log.error('streamed response cut', { ...fields, err });
+    ctx.res.destroy();
+  }
 }

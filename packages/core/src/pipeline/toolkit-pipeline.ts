@@ -43,7 +43,7 @@ export function toolkitPipeline(s: PipelineServices): GatewayMiddleware[] {
     groupStep(s.db, s.reads), //         6. toolkit group
     contextStep, //                      7. request context
     wrappingStep, //                     8. overwrite_wrapping
-    executeStep(s.db, s.log, s.metrics), // 9. the endpoint type's plugin          its own errors
+    executeStep({ db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy, metrics: s.metrics }), // 9. the endpoint type's plugin          its own errors
   ];
 }
 

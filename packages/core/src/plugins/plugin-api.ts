@@ -1,34 +1,63 @@
 /**
  * The public plugin API: everything a third-party endpoint type needs, and nothing core-internal.
  * The built-in types (@tkgate/plugin-internal, -http, -exec) use exactly this. See docs/plugins.md.
+ *
+ * Versioning (docs/plugins.md, "Compatibility"): this API is version MAJOR.MINOR (api-version.ts). An
+ * addition bumps the minor, an incompatible change the major. A plugin writes the range it was built
+ * for as a literal in its own code (`apiVersion: '^1.1'`), so a host outside it refuses it at boot.
  */
 import type { Readable, Writable } from 'node:stream';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
+import type { ErrorCodeDeclaration } from '../error-codes.js';
 import type { Logger } from '../log.js';
 import type { PluginMetrics } from '../ops/metrics.js';
 import type { DatabaseSchema } from '../toolkits/database-schema.js';
 import type { ResponseDescription } from './response-description.js';
 
-/** Bumped on any incompatible change of this file. A plugin states the version it was written for. */
-export const PLUGIN_API_VERSION = 1;
+/**
+ * The plugin API versions a plugin works with: `'^1'`, `'^1.1'`, `'1.x'`, `'^1.1 || ^2'`, a number
+ * (a major) or `{ major, minor }`. Same major, and a minor at most the host's.
+ */
+export type ApiRange = string | number | { major: number; minor?: number };
 
 /** What a plugin module exports as its default export (or as `plugin`). */
 export interface TkgatePlugin {
+  /** For logs and errors; also the key of its `plugin_options` and of its migrations' record. */
   name: string;
-  apiVersion: number;
+  /** A literal in the plugin's own code, never read from the host's core. */
+  apiVersion: ApiRange;
   register(api: PluginApi): void | Promise<void>;
+  /**
+   * Knex migrations of the plugin's own tables, by name (run in name order) by `tkgate migrate` and
+   * `tkgate start`, recorded per plugin. They never touch tkgate's tables.
+   */
+  migrations?: PluginMigrations;
+}
+
+export type PluginMigrations = Readonly<Record<string, PluginMigration>>;
+
+export interface PluginMigration {
+  up(db: Database): Promise<unknown>;
+  down?(db: Database): Promise<unknown>;
 }
 
 export interface PluginApi {
-  readonly apiVersion: number;
+  /** The host's plugin API version, "MAJOR.MINOR": feature-detect additions with it. */
+  readonly apiVersion: string;
+  /** Lines carry `plugin: <your name>`. */
   readonly log: Logger;
   readonly db: Database;
   /** `plugin_options.<plugin name>` of the server configuration ({} when absent), unvalidated. */
   readonly options: Readonly<Record<string, unknown>>;
   /** The options validated by a schema (defaults applied); a problem refuses the boot with its key path. */
   readOptions<T>(schema: StandardSchemaV1<unknown, T>): Promise<T>;
+  /**
+   * The error codes this plugin answers with, besides core's (error-codes.ts): status 400-599 and one
+   * sentence each. A code core or another plugin declares with another status refuses the boot.
+   */
+  declareErrors(codes: Readonly<Record<string, ErrorCodeDeclaration>>): void;
   registerEndpointType<Config>(type: EndpointType<Config>): void;
   /** A named in-process function, run by `type: internal` endpoints with `handler: <name>`. */
   registerFunction(name: string, fn: NamedFunction): void;
@@ -41,7 +70,7 @@ export interface PluginApi {
   prepareRead: PreparedReads['prepare'];
   /** Metrics of the plugin's own, served with the gateway's (no-ops when metrics.enabled is false). */
   readonly metrics: PluginMetrics;
-  /** Called once when the gateway stops, after in-flight requests have finished. */
+  /** Called once when the gateway stops (after in-flight requests have finished), or when its boot fails. */
   onClose(cleanup: () => void | Promise<void>): void;
 }
 
@@ -52,16 +81,22 @@ export interface PluginApi {
  */
 export type RequestContext = Record<string, unknown>;
 
-export type { PreparedRead };
+export type { PreparedRead, ErrorCodeDeclaration };
 
 export interface EndpointType<Config> {
   /** The name toolkit files use in `type:`. */
   type: string;
   /** Validates the endpoint's keys that are not core keys (any Standard Schema: zod, valibot, ...). */
   configSchema: StandardSchemaV1<unknown, Config>;
-  /** Checks beyond shape, at load: names of tables, functions, context fields. Paths are relative to the endpoint. */
+  /**
+   * Checks beyond shape, at load: names of tables, functions, context fields. Paths are relative to the
+   * endpoint. A check that throws refuses only its toolkit file.
+   */
   check?(config: Config, env: CheckEnvironment): ConfigIssue[];
-  /** Runs one request. Return JSON-able data for the envelope, a StreamedResponse, or throw a GatewayError. */
+  /**
+   * Runs one request. Return JSON-able data for the envelope (`undefined` is `null`), `reply(data, {
+   * status, headers })`, a StreamedResponse, or throw a GatewayError.
+   */
   execute(call: EndpointCall<Config>): Promise<unknown>;
   /**
    * Optional: a version of one of this type's endpoints is gone for good: a reload replaced or removed it
@@ -78,7 +113,7 @@ export interface ConfigIssue {
 }
 
 export interface CheckEnvironment {
-  /** Tables and columns of the live database. */
+  /** Tables and columns of the live database, plugins' own tables included. */
   schema: DatabaseSchema;
   /** Names of the registered in-process functions. */
   functions: ReadonlySet<string>;
@@ -94,11 +129,16 @@ export interface EndpointCall<Config> {
   config: Config;
   context: RequestContext;
   requestId: string;
+  /** The request's method: GET or POST (the endpoint's `method` says which it accepts). */
+  method: string;
+  /** The caller's address: the socket's, or with server.trust_proxy the last X-Forwarded-For entry. */
+  clientAddress: string;
   /** Request headers minus Authorization, Cookie and hop-by-hop headers. */
   headers: Record<string, string>;
   /** Aborted when the client goes away. */
   signal: AbortSignal;
   db: Database;
+  /** Lines carry `plugin`, `request_id`, `toolkit` and `endpoint`. */
   log: Logger;
   /** Identifies the endpoint (toolkit, path) for logs and per-endpoint state. */
   endpoint: EndpointIdentity;
@@ -119,10 +159,18 @@ export interface FunctionCall {
   requestId: string;
   signal: AbortSignal;
   db: Database;
+  /** Lines carry `plugin` (the function's), `request_id`, `toolkit` and `endpoint`. */
   log: Logger;
 }
 
 export type NamedFunction = (call: FunctionCall) => Promise<unknown> | unknown;
+
+/** Marks of the API's result objects, shared by every copy of @tkgate/core in a process. */
+const STREAMED = Symbol.for('tkgate.StreamedResponse');
+const REPLY = Symbol.for('tkgate.Reply');
+
+const hasMark = (value: unknown, mark: symbol): boolean =>
+  typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[mark] === true;
 
 /**
  * Writes a response body straight to the client: every `write` must wait for its callback before the
@@ -138,4 +186,33 @@ export class StreamedResponse {
     readonly headers: Record<string, string> = {},
     readonly status = 200,
   ) {}
+
+  /** Recognises a StreamedResponse of any copy of core. */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return hasMark(value, STREAMED);
+  }
 }
+Object.defineProperty(StreamedResponse.prototype, STREAMED, { value: true });
+
+export interface ReplyOptions {
+  /** 200-299, except 204 and 205 (they have no body, and the envelope is one). Default 200. */
+  status?: number;
+  /** Added to the response; Content-Type, Content-Length and X-Request-Id are the gateway's. */
+  headers?: Record<string, string>;
+}
+
+/** An enveloped success with its own status and headers (API 1.1). */
+export interface EnvelopedReply {
+  readonly data: unknown;
+  readonly status: number;
+  readonly headers: Record<string, string>;
+}
+
+/** `return reply(data, { status: 201, headers: { Location: '…' } })` from execute or a named function. */
+export function reply(data: unknown, options: ReplyOptions = {}): EnvelopedReply {
+  const answer = { data, status: options.status ?? 200, headers: options.headers ?? {} };
+  Object.defineProperty(answer, REPLY, { value: true });
+  return answer;
+}
+
+export const isReply = (value: unknown): value is EnvelopedReply => hasMark(value, REPLY);

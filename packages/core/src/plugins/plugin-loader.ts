@@ -3,14 +3,21 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Database } from '../db/connect.js';
 import type { PreparedReads } from '../db/prepared-reads.js';
-import type { Logger } from '../log.js';
+import { scopedLogger, type Logger } from '../log.js';
 import { noMetrics, type PluginMetrics } from '../ops/metrics.js';
 import { formatPath, validateStandard } from '../toolkits/config-issues.js';
+import { checkApiRange, describeRange, PLUGIN_API_STRING } from './api-version.js';
 import { EndpointTypes } from './endpoint-types.js';
-import { PLUGIN_API_VERSION, type EndpointType, type PluginApi, type TkgatePlugin } from './plugin-api.js';
+import type { EndpointType, PluginApi, TkgatePlugin } from './plugin-api.js';
 
 export class PluginError extends Error {
   override name = 'PluginError';
+}
+
+/** A plugin module, imported and checked, not yet registered. */
+export interface ImportedPlugin {
+  specifier: string;
+  plugin: TkgatePlugin;
 }
 
 export interface LoadedPlugins {
@@ -20,7 +27,7 @@ export interface LoadedPlugins {
 }
 
 /** A path (./x, ../x, /x) is resolved against the working directory; a name from there, then from tkgate's own install. */
-async function importPlugin(specifier: string, cwd: string): Promise<unknown> {
+async function importModule(specifier: string, cwd: string): Promise<unknown> {
   if (specifier.startsWith('.') || path.isAbsolute(specifier)) return import(pathToFileURL(path.resolve(cwd, specifier)).href);
   let resolved: string;
   try {
@@ -34,71 +41,111 @@ async function importPlugin(specifier: string, cwd: string): Promise<unknown> {
 function asPlugin(module: unknown, specifier: string): TkgatePlugin {
   const exported = (module as { default?: unknown; plugin?: unknown }).default ?? (module as { plugin?: unknown }).plugin;
   const plugin = exported as Partial<TkgatePlugin> | undefined;
-  if (!plugin || typeof plugin !== 'object' || typeof plugin.name !== 'string' || typeof plugin.register !== 'function' || typeof plugin.apiVersion !== 'number') {
+  if (!plugin || typeof plugin !== 'object' || typeof plugin.name !== 'string' || typeof plugin.register !== 'function' || plugin.apiVersion === undefined) {
     throw new PluginError(`plugin ${specifier} is malformed: its default export must be { name, apiVersion, register(api) }`);
   }
-  if (plugin.apiVersion !== PLUGIN_API_VERSION) {
-    throw new PluginError(`plugin ${specifier} (${plugin.name}) was written for plugin API ${plugin.apiVersion}; this tkgate has plugin API ${PLUGIN_API_VERSION}`);
+  const verdict = checkApiRange(plugin.apiVersion);
+  if (verdict === 'unreadable') {
+    throw new PluginError(`plugin ${specifier} (${plugin.name}): apiVersion ${JSON.stringify(plugin.apiVersion)} is not a range such as '^1.1' or { major: 1, minor: 1 }`);
+  }
+  if (verdict === 'incompatible') {
+    throw new PluginError(`plugin ${specifier} (${plugin.name}) needs plugin API ${describeRange(plugin.apiVersion)}; this tkgate has plugin API ${PLUGIN_API_STRING}`);
+  }
+  if (plugin.migrations !== undefined && (typeof plugin.migrations !== 'object' || plugin.migrations === null)) {
+    throw new PluginError(`plugin ${specifier} (${plugin.name}): migrations must be an object of { up, down } by name`);
   }
   return plugin as TkgatePlugin;
 }
 
-/** Loads the configured plugins in order and lets each register its endpoint types and functions. */
+/** Imports the configured plugins in order and checks their shape and API range; registers nothing. */
+export async function importPlugins(specifiers: string[], cwd = process.cwd()): Promise<ImportedPlugin[]> {
+  const imported: ImportedPlugin[] = [];
+  for (const specifier of specifiers) {
+    let module: unknown;
+    try {
+      module = await importModule(specifier, cwd);
+    } catch (err) {
+      throw new PluginError(`plugin ${specifier} cannot be loaded: ${(err as Error).message.split('\n')[0]}`);
+    }
+    imported.push({ specifier, plugin: asPlugin(module, specifier) });
+  }
+  return imported;
+}
+
 export interface PluginDeps {
   db: Database;
   reads: PreparedReads;
   log: Logger;
   /** plugin_options of the server configuration, keyed by plugin name. */
   options?: Record<string, Record<string, unknown>>;
-  cwd?: string;
   /** Where plugins' metrics go; none are kept when absent (config check). */
   metrics?: PluginMetrics;
 }
 
-export async function loadPlugins(specifiers: string[], deps: PluginDeps): Promise<LoadedPlugins> {
+/**
+ * Lets each plugin register, in order. When any step fails, the onClose hooks of the plugins already
+ * registered run before the error goes on: a socket one of them opened must not keep the process alive.
+ */
+export async function registerPlugins(imported: ImportedPlugin[], deps: PluginDeps): Promise<LoadedPlugins> {
   const types = new EndpointTypes();
-  const names: string[] = [];
-  const cleanups: Array<() => void | Promise<void>> = [];
-  for (const specifier of specifiers) {
-    let module: unknown;
-    try {
-      module = await importPlugin(specifier, deps.cwd ?? process.cwd());
-    } catch (err) {
-      throw new PluginError(`plugin ${specifier} cannot be loaded: ${(err as Error).message.split('\n')[0]}`);
+  const cleanups: Array<{ plugin: string; cleanup: () => void | Promise<void> }> = [];
+  const close = async () => {
+    for (const { plugin, cleanup } of cleanups.splice(0).reverse()) {
+      try {
+        await cleanup();
+      } catch (err) {
+        deps.log.error('plugin cleanup failed', { plugin, err });
+      }
     }
-    const plugin = asPlugin(module, specifier);
-    const api: PluginApi = {
-      apiVersion: PLUGIN_API_VERSION,
-      log: deps.log,
-      db: deps.db,
-      options: deps.options?.[plugin.name] ?? {},
-      readOptions: async (schema) => {
-        const result = await validateStandard(schema, deps.options?.[plugin.name] ?? {}, ['plugin_options', plugin.name]);
-        if ('value' in result) return result.value;
-        throw new Error(result.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`).join('; '));
-      },
-      prepareRead: (build) => deps.reads.prepare(build),
-      registerEndpointType: (type) => types.addType(type as unknown as EndpointType<unknown>, plugin.name),
-      registerFunction: (name, fn) => types.addFunction(name, fn, plugin.name),
-      getFunction: (name) => types.fn(name),
-      metrics: deps.metrics ?? noMetrics,
-      onClose: (cleanup) => cleanups.push(cleanup),
-    };
-    try {
-      await plugin.register(api);
-    } catch (err) {
-      throw new PluginError(`plugin ${specifier} failed to register: ${(err as Error).message}`);
-    }
-    deps.log.info('plugin loaded', { plugin: plugin.name, from: specifier });
-    names.push(plugin.name);
-  }
-  for (const name of Object.keys(deps.options ?? {})) {
-    if (!names.includes(name)) throw new PluginError(`plugin_options.${name}: no loaded plugin is named ${name} (loaded: ${names.join(', ')})`);
-  }
-  return {
-    types,
-    close: async () => {
-      for (const cleanup of cleanups.reverse()) await cleanup();
-    },
   };
+  try {
+    for (const { specifier, plugin } of imported) {
+      try {
+        const onClose = (cleanup: () => void | Promise<void>) => {
+          if (typeof cleanup !== 'function') throw new Error('onClose takes a function');
+          cleanups.push({ plugin: plugin.name, cleanup });
+        };
+        await plugin.register(pluginApi(plugin.name, types, deps, onClose));
+      } catch (err) {
+        throw new PluginError(`plugin ${specifier} failed to register: ${(err as Error).message}`);
+      }
+      deps.log.info('plugin loaded', { plugin: plugin.name, from: specifier });
+    }
+    const names = imported.map(({ plugin }) => plugin.name);
+    for (const name of Object.keys(deps.options ?? {})) {
+      if (!names.includes(name)) throw new PluginError(`plugin_options.${name}: no loaded plugin is named ${name} (loaded: ${names.join(', ')})`);
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { types, close };
+}
+
+/** What one plugin gets: the API, with its log lines, options and registrations under its name. */
+function pluginApi(name: string, types: EndpointTypes, deps: PluginDeps, onClose: PluginApi['onClose']): PluginApi {
+  const options = deps.options?.[name] ?? {};
+  return {
+    apiVersion: PLUGIN_API_STRING,
+    log: scopedLogger(deps.log, { plugin: name }),
+    db: deps.db,
+    options,
+    readOptions: async (schema) => {
+      const result = await validateStandard(schema, options, ['plugin_options', name]);
+      if ('value' in result) return result.value;
+      throw new Error(result.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`).join('; '));
+    },
+    declareErrors: (codes) => types.addErrorCodes(codes, name),
+    prepareRead: (build) => deps.reads.prepare(build),
+    registerEndpointType: (type) => types.addType(type as unknown as EndpointType<unknown>, name),
+    registerFunction: (fnName, fn) => types.addFunction(fnName, fn, name),
+    getFunction: (fnName) => types.fn(fnName),
+    metrics: deps.metrics ?? noMetrics,
+    onClose,
+  };
+}
+
+/** Imports and registers in one go (config check, tests). */
+export async function loadPlugins(specifiers: string[], deps: PluginDeps & { cwd?: string }): Promise<LoadedPlugins> {
+  return registerPlugins(await importPlugins(specifiers, deps.cwd), deps);
 }

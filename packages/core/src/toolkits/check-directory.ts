@@ -32,16 +32,25 @@ export function requireToolkitDirectory(dir: string): void {
   if (!isDirectory) throw new ConfigError(`toolkits.dir ${dir} is not a directory`);
 }
 
+/** The check prints every problem itself; its log gets only what a problem line leaves out: a plugin's failure. */
+const onlyPluginFailures = (log: Logger): Logger => ({ ...silent, error: (msg, fields) => msg === 'plugin check threw' && log.error(msg, fields) });
+
 /**
  * The configured plugins, loaded on the configured database as `tkgate start` would, for the CLI's
  * offline commands (config check, openapi, schema); everything is closed when `work` ends.
  */
 export async function withLoadedPlugins<T>(config: ServerConfig, log: Logger, work: (types: EndpointTypes, db: Database) => Promise<T>): Promise<T> {
   const db = openDatabase(config.db);
-  // Connect first: on SQLite this creates the file, which the read-only connection beside it requires.
-  await db.raw('select 1');
+  try {
+    // Connect first: on SQLite this creates the file, which the read-only connection beside it requires.
+    await db.raw('select 1');
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
   const reads = openPreparedReads(db, config.db);
   try {
+    // Plugins' onClose hooks run on every way out, also when a later plugin fails to load.
     const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options });
     try {
       return await work(plugins.types, db);
@@ -67,7 +76,7 @@ export function checkToolkitDirectory(target: string, config: ServerConfig, log:
       if (!('toolkit' in result)) return { files: 1, toolkits: [], problems: result.problems, snapshot: new Map() };
       return { files: 1, toolkits: [result.toolkit.name], problems: [], snapshot: new Map([[result.toolkit.name, result.toolkit]]) };
     }
-    const registry = new ToolkitRegistry(target, db, types, silent, { maxFileBytes: config.toolkits.max_file_bytes });
+    const registry = new ToolkitRegistry(target, db, types, onlyPluginFailures(log), { maxFileBytes: config.toolkits.max_file_bytes });
     const listing = await registry.look();
     const { snapshot, problems } = await registry.load();
     return { files: listing.files.size, toolkits: [...snapshot.keys()], problems, snapshot };

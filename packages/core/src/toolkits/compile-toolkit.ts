@@ -1,7 +1,8 @@
 import path from 'node:path';
 import YAML from 'yaml';
-import type { EndpointTypes } from '../plugins/endpoint-types.js';
-import type { ConfigIssue } from '../plugins/plugin-api.js';
+import type { Logger } from '../log.js';
+import type { EndpointTypes, RegisteredType } from '../plugins/endpoint-types.js';
+import type { CheckEnvironment, ConfigIssue } from '../plugins/plugin-api.js';
 import { compileClientFilter } from './client-filter.js';
 import type { CompiledEndpoint, CompiledToolkit } from './compiled-toolkit.js';
 import { formatPath, fromZod, validateStandard, type ToolkitProblem } from './config-issues.js';
@@ -13,6 +14,8 @@ import { compileWrapping } from './wrapping-rules.js';
 export interface CompileEnvironment {
   schema: DatabaseSchema;
   types: EndpointTypes;
+  /** Where a plugin check's failure is logged. */
+  log?: Logger;
   /**
    * The live endpoint of this toolkit with exactly this definition, if any: it is kept rather than the new
    * compile, so its state (an exec concurrency gate, a plugin's per-endpoint state) survives the reload.
@@ -118,14 +121,14 @@ async function compileEndpoint(
     issues.push(...typeConfig.issues);
     return undefined;
   }
-  const checks = type.check?.(typeConfig.value, {
+  const checkEnv = {
     schema: env.schema,
     functions: env.types.functionNames(),
     contextFields: wrapping.contextFields,
     dbContextKeys: wrapping.dbContextKeys,
     payloadFields: clientFilter.allowedFields,
-  });
-  for (const issue of checks ?? []) issues.push({ path: [...at, ...issue.path], message: issue.message });
+  };
+  for (const issue of runCheck(type, typeConfig.value, checkEnv, config.path, env)) issues.push({ path: [...at, ...issue.path], message: issue.message });
   if (issues.length > before) return undefined;
   const kept = env.unchanged?.(toolkit, definition);
   if (kept) return kept;
@@ -142,4 +145,16 @@ async function compileEndpoint(
     type,
     typeConfig: typeConfig.value,
   };
+}
+
+/** A plugin's check that throws (a bug of the plugin) refuses this endpoint's file only; the cause is logged. */
+function runCheck(type: RegisteredType, config: unknown, checkEnv: CheckEnvironment, endpointPath: string, env: CompileEnvironment): ConfigIssue[] {
+  try {
+    const issues = type.check?.(config, checkEnv) ?? [];
+    if (!Array.isArray(issues)) throw new Error('check() must return an array of issues');
+    return issues;
+  } catch (err) {
+    env.log?.error('plugin check threw', { plugin: type.plugin, type: type.type, endpoint: endpointPath, err });
+    return [{ path: [], message: `endpoint ${endpointPath}: the check of plugin ${type.plugin} (type ${type.type}) failed unexpectedly; the endpoint is refused (cause in the log)` }];
+  }
 }

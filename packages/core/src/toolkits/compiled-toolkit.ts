@@ -1,4 +1,4 @@
-import type { EndpointType } from '../plugins/plugin-api.js';
+import type { RegisteredType } from '../plugins/endpoint-types.js';
 import type { CompiledClientFilter } from './client-filter.js';
 import type { DbContextEntry } from './db-context-entries.js';
 import type { WrappingRule } from './wrapping-rules.js';
@@ -26,7 +26,7 @@ export interface CompiledEndpoint {
   clientFilter: CompiledClientFilter;
   dbContext: readonly DbContextEntry[];
   wrapping: readonly WrappingRule[];
-  type: EndpointType<unknown>;
+  type: RegisteredType;
   /** The type's own keys, as its schema returned them. */
   typeConfig: unknown;
 }

@@ -34,12 +34,14 @@ export class DatabaseSchema {
 /** Never readable or writable through toolkit configuration. */
 export const SECRET_TABLES = new Set(['sessions', 'tkgate_migrations', 'tkgate_migrations_lock']);
 export const SECRET_COLUMNS = new Set(['users.password_hash']);
+/** Tables tkgate keeps its own books in (plugins' migration records): secret like the above. */
+const BOOKKEEPING_PREFIX = 'tkgate_';
 /** tkgate's own tables: readable (minus secrets) but never written through configuration. */
 export const CORE_TABLES = new Set(['users', 'core_groups', 'jde_associations', 'toolkit_overrides', ...SECRET_TABLES]);
 
 /** Why a table/column may not be read through configuration, or undefined when it may. */
 export function unreadable(schema: DatabaseSchema, table: string, column?: string): string | undefined {
-  if (SECRET_TABLES.has(table)) return `table ${table} can never be read through configuration`;
+  if (SECRET_TABLES.has(table) || table.startsWith(BOOKKEEPING_PREFIX)) return `table ${table} can never be read through configuration`;
   if (!schema.hasTable(table)) return `table ${table} does not exist in the database`;
   if (column === undefined) return undefined;
   if (SECRET_COLUMNS.has(`${table}.${column}`)) return `${table}.${column} can never be read through configuration`;

@@ -118,7 +118,7 @@ export class ToolkitRegistry {
 
   private async applyNow(listing: DirectoryListing, trigger: string, removalWaitMs: number): Promise<ReloadOutcome> {
     const schema = await readDatabaseSchema(this.db);
-    const env: CompileEnvironment = { schema, types: this.types, unchanged: (toolkit, definition) => this.liveEndpoint(toolkit, definition) };
+    const env: CompileEnvironment = { schema, types: this.types, log: this.log, unchanged: (toolkit, definition) => this.liveEndpoint(toolkit, definition) };
     const fingerprint = schema.fingerprint();
     const records = new Map<string, FileRecord>();
     for (const [file, signature] of listing.files) records.set(file, await this.compile(file, signature, fingerprint, env));

@@ -1,4 +1,5 @@
-import { statSync, watch, type FSWatcher } from 'node:fs';
+import { statSync } from 'node:fs';
+import { watch, type FSWatcher } from 'chokidar';
 import path from 'node:path';
 import type { Logger } from '../log.js';
 import type { DirectoryListing } from './toolkit-directory.js';
@@ -70,8 +71,9 @@ export class ToolkitWatcher {
     this.closed = true;
     clearTimeout(this.timer);
     clearInterval(this.interval);
-    for (const { watcher } of this.watches.values()) watcher.close();
+    const watchers = [...this.watches.values()].map(({ watcher }) => watcher.close());
     this.watches.clear();
+    await Promise.all(watchers);
   }
 
   private get dir(): string {
@@ -156,7 +158,7 @@ export class ToolkitWatcher {
     const wanted = new Set([path.dirname(this.dir), ...(listing.realDir ? [listing.realDir] : []), ...listing.targetDirs]);
     for (const [dir, current] of this.watches) {
       if (!wanted.has(dir) || inodeOf(dir) !== current.inode) {
-        current.watcher.close();
+        void current.watcher.close();
         this.watches.delete(dir);
       }
     }
@@ -167,22 +169,24 @@ export class ToolkitWatcher {
     return rewatched;
   }
 
+  /**
+   * One chokidar watch per directory, its direct entries only (depth 0), symlinks not followed: any event
+   * just asks for a look. chokidar keeps no watch alive across its directory's deletion, which is why
+   * reconcile() makes a new one whenever the path names another inode.
+   */
   private watchDirectory(dir: string): boolean {
     const inode = inodeOf(dir);
     if (inode === undefined) return false;
-    try {
-      const watcher = watch(dir, { persistent: false }, (_event, filename) => this.onEvent(dir, filename === null ? null : String(filename)));
-      watcher.on('error', () => {
-        watcher.close();
-        if (this.watches.get(dir)?.watcher === watcher) this.watches.delete(dir);
-        this.onEvent(dir, null);
-      });
-      this.watches.set(dir, { watcher, inode });
-      return true;
-    } catch (err) {
-      this.log.debug('toolkit directory not watched', { dir, err });
-      return false;
-    }
+    const watcher = watch(dir, { depth: 0, ignoreInitial: true, persistent: false, followSymlinks: false });
+    watcher.on('all', (_event, changed) => this.onEvent(dir, changed === dir ? null : path.relative(dir, changed)));
+    watcher.on('error', (err) => {
+      this.log.debug('toolkit directory watch failed', { dir, err });
+      void watcher.close();
+      if (this.watches.get(dir)?.watcher === watcher) this.watches.delete(dir);
+      this.onEvent(dir, null);
+    });
+    this.watches.set(dir, { watcher, inode });
+    return true;
   }
 }
 

@@ -1,0 +1,44 @@
+/**
+ * Every error code tkgate's core answers with, in one place: its HTTP status and what it means.
+ * docs/errors.md is generated from this table (`node scripts/error-docs.js`); a test keeps it current.
+ * Plugins declare their own codes at registration (PluginApi.declareErrors); the built-in endpoint
+ * types declare `upstream_error` and `exec_failed` that way.
+ */
+export interface ErrorCodeDeclaration {
+  /** 400-599. */
+  status: number;
+  /** One sentence for the docs: when a client gets it. */
+  meaning: string;
+}
+
+export const CORE_ERROR_CODES = {
+  invalid_payload: { status: 400, meaning: 'The request body or query failed client_filter, or could not be read; `details` names each field and rule.' },
+  invalid_password: { status: 400, meaning: 'A new password is empty or too long (CLI).' },
+  invalid_power: { status: 400, meaning: 'A power level is not a whole number (CLI).' },
+  unauthorized: { status: 401, meaning: 'No session token, or one that is unknown, expired or logged out.' },
+  invalid_credentials: { status: 401, meaning: 'Wrong username or password, or a disabled user (the same answer for all three).' },
+  forbidden: { status: 403, meaning: "The caller's power is below what the endpoint or call needs." },
+  not_found: { status: 404, meaning: 'No route at this path.' },
+  toolkit_not_found: { status: 404, meaning: 'No enabled toolkit of this name and type.' },
+  endpoint_not_found: { status: 404, meaning: 'The toolkit has no endpoint at this path.' },
+  user_not_found: { status: 404, meaning: 'No user of this name or id.' },
+  group_not_found: { status: 404, meaning: 'No core group of this name (CLI).' },
+  method_not_allowed: { status: 405, meaning: 'The endpoint does not accept this method; `Allow` lists those it does.' },
+  user_exists: { status: 409, meaning: 'A user of this name already exists (CLI).' },
+  group_exists: { status: 409, meaning: 'A core group of this name already exists (CLI).' },
+  payload_too_large: { status: 413, meaning: 'The body is larger than server.max_body_bytes.' },
+  rate_limited: { status: 429, meaning: 'Too many failed logins for this username and client address; `Retry-After` says when to try again.' },
+  internal_error: { status: 500, meaning: 'Anything unexpected; the cause is logged with the request id, never shown.' },
+  db_context_failed: { status: 500, meaning: 'inject_db_context could not read the database.' },
+  unavailable: { status: 503, meaning: 'The database refused or did not answer in time; nothing was changed, so a retry does the work.' },
+  busy: { status: 503, meaning: 'A bounded queue is full (password hashing, commands); `Retry-After` says when to try again.' },
+} as const satisfies Record<string, ErrorCodeDeclaration>;
+
+export type CoreErrorCode = keyof typeof CORE_ERROR_CODES;
+
+/** What an error code must look like: a client matches on it, so it is a plain identifier. */
+export const ERROR_CODE_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
+
+/** Error statuses: a client error or a server error, never a success or a redirect. */
+export const isErrorStatus = (status: unknown): status is number =>
+  typeof status === 'number' && Number.isInteger(status) && status >= 400 && status <= 599;

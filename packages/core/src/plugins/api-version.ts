@@ -1,0 +1,52 @@
+import type { ApiRange } from './plugin-api.js';
+
+/**
+ * The plugin API this core offers. MAJOR goes up on an incompatible change; MINOR on an addition
+ * (1.1: declareErrors, reply, call.method, call.clientAddress, scoped loggers, migrations).
+ */
+export const PLUGIN_API = Object.freeze({ major: 1, minor: 1 });
+export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;
+
+interface Accepted {
+  major: number;
+  minor: number;
+}
+
+const ALTERNATIVE = /^\^?(\d{1,4})(?:\.(\d{1,4}|x|\*))?(?:\.(\d{1,4}|x|\*))?$/;
+
+/** The alternatives of a range, or undefined when it is not one we read. */
+function parseRange(range: ApiRange): Accepted[] | undefined {
+  if (typeof range === 'number') return Number.isInteger(range) && range >= 0 ? [{ major: range, minor: 0 }] : undefined;
+  if (typeof range === 'object' && range !== null) {
+    const { major, minor = 0 } = range;
+    return Number.isInteger(major) && Number.isInteger(minor) && major >= 0 && minor >= 0 ? [{ major, minor }] : undefined;
+  }
+  if (typeof range !== 'string') return undefined;
+  const alternatives: Accepted[] = [];
+  for (const part of range.split('||').map((text) => text.trim())) {
+    const match = ALTERNATIVE.exec(part);
+    if (!match) return undefined;
+    const minor = match[2] === undefined || match[2] === 'x' || match[2] === '*' ? 0 : Number(match[2]);
+    alternatives.push({ major: Number(match[1]), minor });
+  }
+  return alternatives;
+}
+
+/** How a plugin's range reads in a message: as it wrote it. */
+export function describeRange(range: unknown): string {
+  if (typeof range === 'object' && range !== null) {
+    const { major, minor } = range as { major?: unknown; minor?: unknown };
+    return minor === undefined ? `{ major: ${String(major)} }` : `{ major: ${String(major)}, minor: ${String(minor)} }`;
+  }
+  return typeof range === 'string' ? range : String(range);
+}
+
+export type RangeVerdict = 'compatible' | 'incompatible' | 'unreadable';
+
+/** Same major, and no minor newer than ours: a plugin built for 1.1 runs on 1.1 and 1.4, not on 1.0 or 2.0. */
+export function checkApiRange(range: unknown): RangeVerdict {
+  const alternatives = parseRange(range as ApiRange);
+  if (!alternatives) return 'unreadable';
+  const fits = alternatives.some(({ major, minor }) => major === PLUGIN_API.major && minor <= PLUGIN_API.minor);
+  return fits ? 'compatible' : 'incompatible';
+}
