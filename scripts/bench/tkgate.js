@@ -73,6 +73,7 @@ export async function prepareGateway(dir, { upstreamPort, tinyScript }) {
       toolkits: { dir: toolkits, watch: false },
       plugin_options: { '@tkgate/plugin-exec': { max_processes: 16, max_queue: 1024, spawn_helpers: Number(process.env.BENCH_SPAWN_HELPERS ?? 2) }, '@tkgate/plugin-http': { transport } },
       log: { level: 'warn' },
+      metrics: { port: 0 },
     });
   const config = path.join(dir, 'tkgate.json');
   writeFileSync(config, settings('undici'));

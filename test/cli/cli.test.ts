@@ -98,7 +98,8 @@ for (const dialect of dialects) {
       expect(unknown.stderr).to.equal('tkgate user passwd: no user named nobody\n');
     });
 
-    it('group add, assoc and override write the mapping tables, replacing earlier rows', async () => {
+    it('group add, assoc and override write the mapping tables, replacing earlier rows', async function () {
+      this.timeout(120_000); // eleven CLI runs in turn
       expect((await cli(['group', 'add', 'devs'])).code).to.equal(0);
       const duplicate = await cli(['group', 'add', 'devs']);
       expect(duplicate.code).to.equal(1);

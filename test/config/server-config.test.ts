@@ -42,7 +42,8 @@ describe('server configuration', () => {
     await flagWins.stop();
   });
 
-  it('takes durations as "500ms", "45s", "30m", "2h" or a number of seconds', async () => {
+  it('takes durations as "500ms", "45s", "30m", "2h" or a number of seconds', async function () {
+    this.timeout(120_000); // five gateways in turn: minutes on a loaded machine
     const dir = tempDir();
     const db = sqliteIn(dir);
     const added = await runCli(['user', 'add', 'tess', '--password-stdin', '--config', writeConfig({ db }, tempDir())], { stdin: 'tess-password\n' });
@@ -61,7 +62,7 @@ describe('server configuration', () => {
 
   const refusals: Array<[string, Record<string, unknown>, Record<string, string>, RegExp]> = [
     ['a duration that is not one', { sessions: { idle_timeout: 'soon' } }, {}, /sessions\.idle_timeout: must be a duration/],
-    ['a port out of range', { server: { port: 70000 } }, {}, /server\.port: ports must be within range/],
+    ['a port out of range', { server: { port: 70000 } }, {}, /server\.port: must be a whole number from 0 to 65535/],
     ['an unknown key', { server: { colour: 'blue' } }, {}, /server\.colour/],
     ['a wrong db.client', { db: { client: 'oracle' } }, {}, /db\.client: must be one of/],
     ['mysql without a url', { db: { client: 'mysql' } }, {}, /db\.url: must be set/],
@@ -90,5 +91,57 @@ describe('server configuration', () => {
     expect(broken.code).to.equal(1);
     expect(broken.stderr.trim().split('\n')).to.have.length(1);
     expect(broken.stderr).to.match(/invalid configuration/);
+  });
+
+  it('reads a YAML configuration file by its extension', async () => {
+    const dir = tempDir();
+    const gateway = await startGateway({ cwd: dir, format: 'yaml', config: { db: sqliteIn(dir), server: { port: 0, base_url: '/from-yaml' } } });
+    await gateway.stop();
+    expect(gateway.base).to.match(/\/from-yaml$/);
+  });
+
+  it('refuses a configuration file that is neither JSON nor YAML by extension', async () => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'tkgate.conf'), '{}');
+    const result = await runCli(['start', '--config', path.join(dir, 'tkgate.conf')], { cwd: dir });
+    expect(result.code).to.equal(1);
+    expect(result.stderr).to.match(/tkgate\.conf: must end in \.json, \.yaml or \.yml\n$/);
+  });
+
+  describe('booleans from the environment', () => {
+    /** Three wrong passwords from three X-Forwarded-For addresses: the third is 429 unless the header is trusted. */
+    async function thirdFailureStatus(env: Record<string, string>): Promise<number> {
+      const dir = tempDir();
+      const db = sqliteIn(dir);
+      const added = await runCli(['user', 'add', 'tess', '--password-stdin', '--config', writeConfig({ db }, tempDir())], { stdin: 'tess-password\n' });
+      expect(added.code, added.stderr).to.equal(0);
+      const gateway = await startGateway({ cwd: dir, env, config: { db, auth: { login_max_failures: 2 } } });
+      try {
+        const auth = authClient(gateway.base);
+        let status = 0;
+        for (const address of ['10.0.0.1', '10.0.0.2', '10.0.0.3']) status = (await auth.login('tess', 'wrong', { 'x-forwarded-for': address })).status;
+        return status;
+      } finally {
+        await gateway.stop();
+      }
+    }
+
+    it('TKGATE_TRUST_PROXY=0 keeps X-Forwarded-For untrusted; =True trusts it', async function () {
+      this.timeout(120_000); // two gateways in turn
+      expect(await thirdFailureStatus({ TKGATE_TRUST_PROXY: '0' })).to.equal(429);
+      expect(await thirdFailureStatus({ TKGATE_TRUST_PROXY: 'True' })).to.equal(401);
+    });
+
+    for (const [variable, value] of [['TKGATE_TRUST_PROXY', 'no'], ['TKGATE_PERSIST_SESSIONS', 'off'], ['TKGATE_LOG_ACCESS', 'yes']]) {
+      it(`refuses to start on ${variable}=${value}, with one line naming the variable`, async () => {
+        const dir = tempDir();
+        const result = await runCli(['start', '--config', writeConfig({ db: sqliteIn(dir), metrics: { port: 0 } }, dir)], { env: { [variable]: value! }, cwd: dir });
+        expect(result.code).to.equal(1);
+        expect(result.stdout).to.equal('');
+        expect(result.stderr.trim().split('\n')).to.have.length(1);
+        expect(result.stderr).to.include(`environment variable ${variable}`);
+        expect(result.stderr).to.include('must be true, false, 1 or 0');
+      });
+    }
   });
 });

@@ -18,10 +18,8 @@ for (const dialect of dialects) {
 
     before(async () => {
       const config = writeConfig({ db: s.bed.dbConfig });
-      const created = await new Promise<number>((resolve) =>
-        spawn(process.execPath, [path.join(repoRoot, 'scripts/create-example-tables.js'), config], { stdio: 'ignore' }).on('exit', (code) => resolve(code ?? -1)),
-      );
-      expect(created).to.equal(0);
+      const created = await runCli(['example', 'setup', '--config', config]);
+      expect(created.code, created.stderr).to.equal(0);
       const added = await runCli(['user', 'add', 'admin', '--power', '100', '--group', 'ops', '--password-stdin', '--config', config], { stdin: 'correct horse\n' });
       expect(added.code, added.stderr).to.equal(0);
       const check = await runCli(['config', 'check', path.join(repoRoot, 'config/toolkits'), '--config', config]);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { stringify as toYaml } from 'yaml';
 import { tempDir, tkgateBin } from './paths.js';
 
 /** A real `tkgate start` child process, with its JSON log lines collected. */
@@ -19,18 +20,25 @@ export interface StartOptions {
   env?: Record<string, string>;
   cwd?: string;
   extraArgs?: string[];
+  /** The configuration file's format (by its extension). */
+  format?: 'json' | 'yaml';
+  /** Another script and its arguments instead of `tkgate start --config <the written file>` (which is then not written). */
+  command?: string[];
 }
 
-export function writeConfig(config: Record<string, unknown>, dir = tempDir()): string {
-  const file = path.join(dir, 'tkgate.json');
-  writeFileSync(file, JSON.stringify(config, null, 2));
+export function writeConfig(config: Record<string, unknown>, dir = tempDir(), format: 'json' | 'yaml' = 'json'): string {
+  const file = path.join(dir, `tkgate.${format}`);
+  writeFileSync(file, format === 'yaml' ? toYaml(config) : JSON.stringify(config, null, 2));
   return file;
 }
 
-export function startGateway({ config, env = {}, cwd, extraArgs = [] }: StartOptions): Promise<GatewayProcess> {
+export function startGateway({ config, env = {}, cwd, extraArgs = [], format, command }: StartOptions): Promise<GatewayProcess> {
   const dir = cwd ?? tempDir();
-  const configFile = writeConfig({ server: { port: 0 }, toolkits: { watch: false }, ...config }, dir);
-  const child = spawn(process.execPath, [tkgateBin, 'start', '--config', configFile, ...extraArgs], {
+  // metrics.port 0: parallel test runs must never collide on the metrics listener's default port.
+  // An empty toolkits.dir of its own: a directory that does not exist stops the start.
+  const defaults = { server: { port: 0 }, toolkits: { dir: tempDir('tkgate-toolkits-'), watch: false }, metrics: { port: 0 } };
+  const args = command ?? [tkgateBin, 'start', '--config', writeConfig({ ...defaults, ...config }, dir, format), ...extraArgs];
+  const child = spawn(process.execPath, args, {
     cwd: dir,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -55,6 +63,7 @@ export function startGateway({ config, env = {}, cwd, extraArgs = [] }: StartOpt
       pending = lines.pop()!;
       for (const line of lines) {
         if (!line.trim()) continue;
+        if (!line.startsWith('{')) continue; // a command's own output before the gateway starts (example setup)
         const record = JSON.parse(line) as Record<string, unknown>;
         logs.push(record);
         if (record.msg === 'listening') {

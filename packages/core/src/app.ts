@@ -8,24 +8,32 @@ import { errorEnvelope } from './http/error-envelope.js';
 import { assignRequestId } from './http/request-id.js';
 import { respondAtTurnEnd } from './http/respond-at-turn-end.js';
 import { openApiRoutes } from './openapi/openapi-route.js';
+import { healthRoutes, type ReadinessState } from './ops/health.js';
+import { requestLog } from './ops/request-log.js';
 import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-pipeline.js';
 
-export type AppServices = AuthServices & PipelineServices;
+export type AppServices = AuthServices & PipelineServices & { readiness: ReadinessState };
 
 const noSuchRoute: GatewayMiddleware = async () => {
   throw notFound('not_found', 'no such route');
 };
 
-/** The Koa app: responses batched per turn, request id, CORS (when configured), the error envelope around everything, then the auth and toolkit routes. */
+/**
+ * The Koa app: the access log and request metrics around everything, responses batched per turn,
+ * request id, CORS (when configured), /healthz and /readyz, the error envelope, then the routes.
+ */
 export function createApp(services: AppServices): Koa<GatewayState> {
+  const { config, log, metrics } = services;
   const app = new Koa<GatewayState>();
   app.proxy = false;
   app.silent = true;
+  app.use(requestLog({ log, metrics, access: config.log.access, trustProxy: config.server.trust_proxy, baseUrl: config.server.base_url }));
   app.use(respondAtTurnEnd);
   app.use(assignRequestId);
-  const corsHeaders = cors(services.config.server.cors.origins);
+  const corsHeaders = cors(config.server.cors.origins);
   if (corsHeaders) app.use(corsHeaders);
-  app.use(errorEnvelope(services.log));
+  app.use(healthRoutes(services.db, services.readiness, log));
+  app.use(errorEnvelope(log));
   app.use(authRoutes(services).routes());
   app.use(toolkitRoutes(services).routes());
   app.use(openApiRoutes(services).routes());

@@ -4,18 +4,23 @@ import { createApp } from './app.js';
 import { LoginLimiter } from './auth/login-limiter.js';
 import { ConfigError, type ServerConfig } from './config/server-config.js';
 import { openDatabase, type Database } from './db/connect.js';
-import { migrateToLatest } from './db/migrate.js';
 import { describeDatabaseError } from './db/database-errors.js';
+import { migrateToLatest } from './db/migrate.js';
 import { openPreparedReads } from './db/prepared-reads.js';
 import type { Logger } from './log.js';
+import { answerPrimaryScrapes } from './ops/cluster-metrics.js';
+import type { ReadinessState } from './ops/health.js';
+import { createMetrics } from './ops/metrics.js';
+import { registrySource, serveMetrics } from './ops/metrics-server.js';
 import { importPlugins, registerPlugins } from './plugins/plugin-loader.js';
 import { migratePlugins } from './plugins/plugin-migrations.js';
 import { SessionCache, trustFor, trustUntilChanged } from './sessions/session-cache.js';
 import { SessionStore } from './sessions/session-store.js';
 import { SessionTable } from './sessions/session-table.js';
 import { demoted } from './cluster/worker-log.js';
+import { requireToolkitDirectory } from './toolkits/check-directory.js';
 import { describeProblem } from './toolkits/config-issues.js';
-import { ToolkitRegistry } from './toolkits/toolkit-registry.js';
+import { ToolkitRegistry, type ReloadOutcome } from './toolkits/toolkit-registry.js';
 import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
 import { UserDirectory } from './users/user-directory.js';
 
@@ -24,53 +29,111 @@ export interface RunningGateway {
   readonly port: number;
   readonly sessions: SessionStore;
   readonly toolkits: ToolkitRegistry;
-  /** Stops accepting, lets in-flight requests finish, flushes session writes, closes the database. */
+  /** Rescans the toolkit files as the watcher would (SIGHUP) and logs the result. */
+  rescan(reason: string): Promise<ReloadOutcome>;
+  /** /readyz turns 503, then (after server.shutdown_delay) stops accepting, lets in-flight requests finish, flushes session writes, closes the database. */
   stop(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  /** tkgate's version, for the start-up line. */
+  version?: string;
+  /** Aborted (SIGTERM or SIGINT during start-up): what was started is undone and the start rejects with StartCancelled. */
+  signal?: AbortSignal;
+  /**
+   * Set in a node:cluster worker (server.workers > 1): the primary has migrated and announced the sessions,
+   * serves the metrics listener and reads this worker's metrics through prom-client's AggregatorRegistry
+   * (ops/cluster-metrics.ts); `first` is the worker that logs toolkit reloads at info.
+   */
+  worker?: { id: number; first: boolean };
+}
+
+/** The start was cancelled by a signal before the gateway served. */
+export class StartCancelled extends Error {
+  override name = 'StartCancelled';
 }
 
 /** How long a graceful stop waits for in-flight requests before cutting connections. */
 const DRAIN_TIMEOUT_MS = 10_000;
 
+/** How long a stop waits for the database connections to close (a database that hangs must not hang the stop). */
+const DATABASE_CLOSE_MS = 2_000;
+
+/** Waits for `work`, at most `ms`; `late` is told when it gave up. */
+async function settleWithin(work: Promise<unknown>, ms: number, late: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+  const outcome = await Promise.race([work.then(() => 'done', () => 'done'), deadline]);
+  clearTimeout(timer);
+  if (outcome === 'late') late();
+}
+
 /** Work to undo at stop, in reverse order of start. */
 type Cleanup = () => Promise<void> | void;
 
 /**
- * Boots everything in order: database and migrations, plugins, toolkits (a broken file refuses the
- * start), sessions, the app, then the listener.
+ * How a start is cancelled: `checkpoint()` between steps; `database(work)` resolves with a database
+ * step's result or rejects as soon as the signal aborts (a connect to a hanging server included), as
+ * closing the database fails that step anyway.
  */
-export interface GatewayOptions {
-  /** Set in a cluster worker: the primary has migrated and announced; `first` is the worker that logs reloads. */
-  worker?: { id: number; first: boolean };
+function cancellation(signal: AbortSignal | undefined) {
+  const cancelled = new Promise<never>((_, reject) => {
+    if (!signal) return;
+    const cancel = () => reject(new StartCancelled('start cancelled'));
+    if (signal.aborted) cancel();
+    else signal.addEventListener('abort', cancel, { once: true });
+  });
+  cancelled.catch(() => undefined);
+  return {
+    checkpoint: () => {
+      if (signal?.aborted) throw new StartCancelled('start cancelled');
+    },
+    database: <T>(work: Promise<T>) => Promise.race([work, cancelled]),
+  };
 }
 
+/**
+ * Boots everything in order: database and migrations, plugins, toolkits (a broken file or a missing
+ * directory refuses the start), sessions, the app, the listener, then the metrics listener.
+ */
 export async function startGateway(config: ServerConfig, log: Logger, options: GatewayOptions = {}): Promise<RunningGateway> {
+  const { checkpoint, database } = cancellation(options.signal);
   const cleanups: Cleanup[] = [];
   const undo = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   };
+  log.info('starting', { version: options.version, config: config.file ?? 'none', database: describeDatabase(config.db) });
+  requireToolkitDirectory(config.toolkits.dir);
+  const metrics = await createMetrics(config.metrics.enabled);
+  const readiness: ReadinessState = { toolkitsLoaded: false, draining: false };
   const db = openDatabase(config.db);
-  cleanups.push(() => db.destroy());
+  cleanups.push(() => settleWithin(db.destroy(), DATABASE_CLOSE_MS, () => log.warn('the database did not close in time')));
   try {
     const imported = await importPlugins(config.plugins);
     // A cluster's primary has migrated before forking; workers starting together must not race for the lock.
     if (!options.worker) {
-      const applied = await migrateToLatest(db).catch((err: Error) => {
-        throw new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
+      const applied = await database(migrateToLatest(db)).catch((err: Error) => {
+        throw err instanceof StartCancelled ? err : new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
       });
-      applied.push(...(await migratePlugins(db, imported)));
+      applied.push(...(await database(migratePlugins(db, imported))));
       if (applied.length > 0) log.info('database migrated', { applied });
     }
 
     const reads = openPreparedReads(db, config.db);
     cleanups.push(() => reads.close());
-    const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options });
+    const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options, metrics });
     cleanups.push(() => plugins.close());
+    checkpoint();
     const toolkitLog = options.worker && !options.worker.first ? demoted(log) : log;
-    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, toolkitLog, { maxFileBytes: config.toolkits.max_file_bytes });
-    const { problems } = await toolkits.load();
+    const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, toolkitLog, {
+      maxFileBytes: config.toolkits.max_file_bytes,
+      onReload: (outcome) => metrics.reload(outcome.problems.length > 0 ? 'refused' : 'applied'),
+    });
+    const { problems } = await database(toolkits.load());
     if (problems.length > 0) {
       throw new ConfigError(`${problems.length} problem(s) in toolkit files: ${problems.map(describeProblem).join('; ')}`);
     }
+    readiness.toolkitsLoaded = true;
     if (config.toolkits.watch) {
       const watcher = new ToolkitWatcher(toolkits, { settleMs: config.toolkits.settle_ms, rescanIntervalMs: config.toolkits.rescan_interval_ms }, toolkitLog);
       cleanups.push(() => watcher.close());
@@ -88,28 +151,57 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     const version = reads.dataVersion();
     const freshness = version === undefined ? trustFor(policy.cacheTtlMs) : trustUntilChanged(() => reads.dataVersion()!);
     const sessions = new SessionStore(policy, table, new SessionCache(freshness), log);
-    if (!options.worker) await announceSessions(db, config, log);
+    if (!options.worker) await database(announceSessions(db, config, log));
     cleanups.push(() => sessions.flush());
+    metrics.sessions(() => countLiveSessions(db));
 
     const limiter = new LoginLimiter(db, config.auth.login_max_failures, config.auth.login_window_ms);
     const housekeeping = startHousekeeping(sessions, limiter, config, log);
     cleanups.push(() => clearInterval(housekeeping));
 
-    const app = createApp({ config, db, reads, sessions, users: new UserDirectory(db, reads), limiter, registry: toolkits, log });
+    const users = new UserDirectory(db, reads);
+    const app = createApp({ config, db, reads, sessions, users, limiter, registry: toolkits, log, metrics, readiness });
     const server = createServer(app.callback());
     await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));
+    checkpoint();
+
+    if (metrics.registry && options.worker) await answerPrimaryScrapes(metrics.registry);
+    else if (metrics.registry) {
+      const listener = await serveMetrics(registrySource(metrics.registry), config.metrics.host, config.metrics.port, log);
+      cleanups.push(() => listener.close());
+      checkpoint();
+    }
 
     const port = (server.address() as AddressInfo).port;
     const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
     const url = `http://${host}:${port}${config.server.base_url}`;
-    log.info(options.worker ? 'worker listening' : 'listening', { host: config.server.host, port, url, toolkits: [...toolkits.snapshot.keys()] });
+    log.info(options.worker ? 'worker listening' : 'listening', {
+      version: options.version,
+      config: config.file ?? 'none',
+      database: describeDatabase(config.db),
+      toolkits_dir: config.toolkits.dir,
+      toolkits: [...toolkits.snapshot.keys()].sort(),
+      host: config.server.host,
+      port,
+      url,
+    });
     return {
       url,
       port,
       sessions,
       toolkits,
+      rescan: async (reason) => {
+        const outcome = await toolkits.rescan(reason);
+        log.info('toolkits rescanned', { reason, toolkits: [...outcome.snapshot.keys()].sort(), problems: outcome.problems.length });
+        return outcome;
+      },
       stop: async () => {
+        readiness.draining = true;
+        if (config.server.shutdown_delay_ms > 0) {
+          log.info('draining', { delay_ms: config.server.shutdown_delay_ms });
+          await new Promise((resolve) => setTimeout(resolve, config.server.shutdown_delay_ms));
+        }
         await undo();
         log.info('stopped');
       },
@@ -121,10 +213,15 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
 }
 
 /** Where the database is, without its password. */
-function describeDatabase(db: ServerConfig['db']): string {
-  if (db.client === 'sqlite') return db.filename;
-  const url = new URL(db.url);
-  return `${url.hostname}:${url.port || 3306}${url.pathname}`;
+export function describeDatabase(db: ServerConfig['db']): string {
+  if (db.client === 'sqlite') return `sqlite:${db.filename}`;
+  try {
+    const url = new URL(db.url);
+    const user = url.username ? `${decodeURIComponent(url.username)}@` : '';
+    return `mysql://${user}${url.hostname}:${url.port || 3306}${url.pathname}`;
+  } catch {
+    return 'mysql (db.url is not a valid URL)';
+  }
 }
 
 function listen(server: Server, host: string, port: number): Promise<void> {
@@ -171,6 +268,12 @@ function startHousekeeping(sessions: SessionStore, limiter: LoginLimiter, config
   }, everyMs);
   timer.unref();
   return timer;
+}
+
+/** Live sessions in the database (tkgate_sessions), counted when metrics are scraped. */
+async function countLiveSessions(db: Database): Promise<number> {
+  const row = await db('sessions').where('expires_at', '>', Date.now()).count({ n: '*' }).first();
+  return Number(row?.n ?? 0);
 }
 
 /** Stops accepting; waits for in-flight requests (closing keep-alive connections as they go idle). */

@@ -2,6 +2,8 @@
  * A small structured logger: one JSON object per line on stdout, so ops can grep or ship it.
  * Secrets never go through here: callers log token hashes' prefixes at most, never tokens.
  */
+import { writeSync } from 'node:fs';
+
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
 const rank: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 };
 
@@ -16,7 +18,28 @@ export interface Logger {
 
 export type LogSink = (line: string) => void;
 
-const writeStdout: LogSink = (line) => process.stdout.write(line + '\n');
+/**
+ * Lines of one event-loop turn are written to stdout together: with an access line per request, one
+ * write per line cost a system call per request. Whatever is pending is written synchronously at exit.
+ */
+let pending = '';
+function flushStdout(): void {
+  const text = pending;
+  pending = '';
+  if (text) process.stdout.write(text);
+}
+process.once('exit', () => {
+  try {
+    if (pending) writeSync(1, pending);
+  } catch {
+    // stdout is gone or full at exit: nothing more can be done.
+  }
+  pending = '';
+});
+const writeStdout: LogSink = (line) => {
+  if (!pending) setImmediate(flushStdout);
+  pending += line + '\n';
+};
 
 function describeError(err: unknown): unknown {
   if (!(err instanceof Error)) return err;

@@ -19,8 +19,10 @@ const plugin: TkgatePlugin = {
     const pool = new SpawnPool(parsed.spawn_helpers, api.log);
     api.onClose(() => pool.close());
     const perEndpoint = new EndpointGates(BUSY);
+    const globalGate = new AdmissionGate(parsed.max_processes, parsed.max_queue, BUSY);
+    api.metrics.gauge('tkgate_exec_running', 'Commands of exec endpoints running now', () => globalGate.running);
     const services: ExecServices = {
-      globalGate: new AdmissionGate(parsed.max_processes, parsed.max_queue, BUSY),
+      globalGate,
       endpointGate: (key, config) => perEndpoint.of(key, config),
       run: (spec) => pool.run(spec),
     };

@@ -6,8 +6,8 @@ import { configFrom } from './context.js';
 /** Lists every problem of every toolkit file (one per line) and exits 1 if there is any. */
 export const configCheck: Command = {
   name: 'config check',
-  usage: 'config check [DIR]',
-  summary: 'validate toolkit files (default: toolkits.dir) as start would; every error listed',
+  usage: 'config check [DIR|FILE]',
+  summary: 'validate toolkit files (default: toolkits.dir), or one file, as start would; every error listed',
   options: {},
   operands: { min: 0, max: 1 },
   async run({ values, operands: [dir] }) {

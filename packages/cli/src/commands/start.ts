@@ -1,5 +1,6 @@
-import { ConfigError, createLogger, serve } from '@tkgate/core';
+import { ConfigError, createLogger, serve, StartCancelled, type Logger, type Serving } from '@tkgate/core';
 import { UsageError } from '../cli-error.js';
+import { VERSION } from '../version.js';
 import type { Command } from './command.js';
 import { configFrom } from './context.js';
 
@@ -11,23 +12,69 @@ function portOverride(port: string | boolean | undefined): Record<string, unknow
   return { 'server.port': Number(port) };
 }
 
+/**
+ * The process's signals, listened to before anything else starts: SIGTERM and SIGINT stop (during
+ * start-up too), SIGHUP rescans the toolkit files, SIGUSR2 is logged and ignored; none kills unlogged.
+ * A cluster primary (server.workers > 1) forwards SIGHUP to its workers, which call `gateway.rescan`.
+ */
+function listenForSignals() {
+  const stopping = new AbortController();
+  let stopSignal: NodeJS.Signals | undefined;
+  let log: Logger | undefined;
+  let gateway: Serving | undefined;
+  const stop = (signal: NodeJS.Signals) => {
+    stopSignal ??= signal;
+    stopping.abort();
+  };
+  const rescan = () => {
+    if (!gateway) return log?.info('SIGHUP ignored: still starting (the start reads every toolkit file)');
+    gateway.rescan('SIGHUP').catch((err) => log?.error('toolkit rescan failed', { err }));
+  };
+  const ignore = (signal: NodeJS.Signals) => log?.info('signal ignored', { signal });
+  const handlers: Array<[NodeJS.Signals, () => void]> = [
+    ['SIGTERM', () => stop('SIGTERM')],
+    ['SIGINT', () => stop('SIGINT')],
+    ['SIGHUP', rescan],
+    ['SIGUSR2', () => ignore('SIGUSR2')],
+  ];
+  for (const [signal, handler] of handlers) process.on(signal, handler);
+  return {
+    signal: stopping.signal,
+    stopped: new Promise<NodeJS.Signals>((resolve) => stopping.signal.addEventListener('abort', () => resolve(stopSignal!), { once: true })),
+    attach(logger: Logger, running?: Serving) {
+      log = logger;
+      gateway = running;
+    },
+    signalName: () => stopSignal,
+  };
+}
+
 /** Runs until SIGTERM or SIGINT, then drains in-flight requests (in every worker), flushes sessions and exits 0. */
 export const start: Command = {
   name: 'start',
   usage: 'start [--config FILE] [--port N]',
-  summary: 'migrate the database, load plugins and toolkits, and serve',
+  summary: 'migrate the database, load plugins and toolkits, and serve (SIGTERM drains, SIGHUP rescans toolkits)',
   options: { port: { type: 'string' } },
   operands: { min: 0, max: 0 },
   async run({ values }) {
+    const signals = listenForSignals();
     const config = configFrom(values, portOverride(values.port));
     const log = createLogger(config.log.level);
-    const gateway = await serve(config, log).catch((err: unknown) => {
+    signals.attach(log);
+    let gateway: Serving;
+    try {
+      gateway = await serve(config, log, { version: VERSION, signal: signals.signal });
+    } catch (err) {
+      if (err instanceof StartCancelled) {
+        log.info('stopped during start-up', { signal: signals.signalName() });
+        // Everything started is closed; only a connect to a database that never answers may be left,
+        // and it would hold the process until its own timeout.
+        process.exit(0);
+      }
       throw err instanceof ConfigError ? err : new Error(`cannot start: ${(err as Error).message}`);
-    });
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      process.once('SIGTERM', () => resolve('SIGTERM'));
-      process.once('SIGINT', () => resolve('SIGINT'));
-    });
+    }
+    signals.attach(log, gateway);
+    const signal = await signals.stopped;
     log.info('stopping', { signal });
     await gateway.stop();
     return 0;

@@ -1,5 +1,6 @@
 import type { ServerConfig } from '../config/server-config.js';
 import type { Logger } from '../log.js';
+import type { GatewayMetrics } from '../ops/metrics.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { UserDirectory } from '../users/user-directory.js';
 import type { LoginLimiter } from './login-limiter.js';
@@ -11,6 +12,7 @@ export interface AuthServices {
   users: UserDirectory;
   limiter: LoginLimiter;
   log: Logger;
+  metrics: GatewayMetrics;
 }
 
 export const isoTime = (epochMs: number): string => new Date(epochMs).toISOString();

@@ -7,6 +7,7 @@ import { sendData } from '../http/envelope.js';
 import type { Logger } from '../log.js';
 import { hashPrefix } from '../sessions/session.js';
 import { MAX_PASSWORD_LENGTH, verifyAgainstDecoy, verifyPassword } from '../users/passwords.js';
+import type { LoginResult } from '../ops/metrics.js';
 import { isoTime, type AuthServices } from './auth-services.js';
 import { requireFields } from './body-fields.js';
 import { LoginLimiter } from './login-limiter.js';
@@ -30,8 +31,26 @@ function busyReporter(log: Logger): () => void {
   };
 }
 
-/** POST {base}/auth/login: unknown user, wrong password and disabled user cost the same and answer the same. */
-export function login({ config, sessions, users, limiter, log }: AuthServices): GatewayMiddleware {
+/** tkgate_logins_total's result for a refused login; other refusals (a bad body) are not login attempts. */
+const RESULT_OF_REFUSAL: Record<string, LoginResult> = { invalid_credentials: 'invalid', rate_limited: 'rate_limited', busy: 'busy' };
+
+/** POST {base}/auth/login, counted by result. */
+export function login(services: AuthServices): GatewayMiddleware {
+  const attempt = loginAttempt(services);
+  return async (ctx, next) => {
+    try {
+      await attempt(ctx, next);
+    } catch (err) {
+      const result = RESULT_OF_REFUSAL[(err as { code?: string }).code ?? ''];
+      if (result) services.metrics.login(result);
+      throw err;
+    }
+    services.metrics.login('success');
+  };
+}
+
+/** Unknown user, wrong password and disabled user cost the same and answer the same. */
+function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): GatewayMiddleware {
   const reportBusy = busyReporter(log);
   return async (ctx) => {
     const body = ctx.request.body as Record<string, unknown>;

@@ -2,17 +2,25 @@ import cluster, { type Worker } from 'node:cluster';
 import type { ServerConfig } from '../config/server-config.js';
 import { openDatabase } from '../db/connect.js';
 import { migrateWithPlugins } from '../db/migrate.js';
-import { announceSessions, startGateway } from '../gateway.js';
+import { announceSessions, describeDatabase, startGateway, StartCancelled, type GatewayOptions } from '../gateway.js';
 import type { Logger } from '../log.js';
+import type { ReloadOutcome } from '../toolkits/toolkit-registry.js';
+import { clusterSource } from '../ops/cluster-metrics.js';
+import { serveMetrics } from '../ops/metrics-server.js';
 import { tagged } from './worker-log.js';
 
 /** What `tkgate start` runs until a signal: one gateway, or a primary with its workers. */
 export interface Serving {
   readonly url: string;
   readonly port: number;
+  /** Rescans the toolkit files (SIGHUP); a primary passes the signal on to each worker, which rescans its own. */
+  rescan(reason: string): Promise<ReloadOutcome | void>;
   /** Drains everything (every worker) and resolves once it is all closed. */
   stop(): Promise<void>;
 }
+
+/** What `tkgate start` passes on: the version for the start-up lines, and the signal that cancels a start. */
+export type ServeOptions = Pick<GatewayOptions, 'version' | 'signal'>;
 
 const SLOT_ENV = 'TKGATE_WORKER_SLOT';
 const LISTENING = 'tkgate:listening';
@@ -32,20 +40,21 @@ interface ListeningMessage {
  * that forks the workers; each worker runs a whole gateway (its own database pool, plugins, spawn helpers,
  * toolkit watcher) on the shared port. Everything they share lives in the database.
  */
-export function serve(config: ServerConfig, log: Logger): Promise<Serving> {
-  if (cluster.isWorker) return serveAsWorker(config, log);
-  if (config.server.workers > 1) return serveAsPrimary(config, log);
-  return startGateway(config, log);
+export function serve(config: ServerConfig, log: Logger, options: ServeOptions = {}): Promise<Serving> {
+  if (cluster.isWorker) return serveAsWorker(config, log, options);
+  if (config.server.workers > 1) return serveAsPrimary(config, log, options);
+  return startGateway(config, log, options);
 }
 
-async function serveAsWorker(config: ServerConfig, log: Logger): Promise<Serving> {
+async function serveAsWorker(config: ServerConfig, log: Logger, options: ServeOptions): Promise<Serving> {
   const slot = Number(process.env[SLOT_ENV] ?? 0);
-  const gateway = await startGateway(config, tagged(log, { worker: slot + 1 }), { worker: { id: slot + 1, first: slot === 0 } });
+  const gateway = await startGateway(config, tagged(log, { worker: slot + 1 }), { ...options, worker: { id: slot + 1, first: slot === 0 } });
   const message: ListeningMessage = { type: LISTENING, port: gateway.port, url: gateway.url, toolkits: [...gateway.toolkits.snapshot.keys()] };
   process.send!(message);
   return {
     url: gateway.url,
     port: gateway.port,
+    rescan: (reason) => gateway.rescan(reason),
     // The IPC channel to the primary would keep this process alive once drained.
     stop: () => gateway.stop().finally(() => cluster.worker?.disconnect()),
   };
@@ -63,8 +72,10 @@ async function prepareDatabase(config: ServerConfig, log: Logger): Promise<void>
   }
 }
 
-async function serveAsPrimary(config: ServerConfig, log: Logger): Promise<Serving> {
+async function serveAsPrimary(config: ServerConfig, log: Logger, options: ServeOptions): Promise<Serving> {
+  log.info('starting', { version: options.version, config: config.file ?? 'none', database: describeDatabase(config.db), workers: config.server.workers });
   await prepareDatabase(config, log);
+  if (options.signal?.aborted) throw new StartCancelled('start cancelled');
   const count = config.server.workers;
   const workers = new Map<number, Worker>();
   let stopping = false;
@@ -99,6 +110,7 @@ async function serveAsPrimary(config: ServerConfig, log: Logger): Promise<Servin
     );
   };
 
+  let metricsListener: { close(): Promise<void> | void } | undefined;
   const stop = async (): Promise<void> => {
     stopping = true;
     const exits = [...workers.values()].map((worker) => new Promise<void>((resolve) => {
@@ -107,16 +119,33 @@ async function serveAsPrimary(config: ServerConfig, log: Logger): Promise<Servin
       worker.process.kill('SIGTERM');
     }));
     await Promise.all(exits);
+    await metricsListener?.close();
     log.info('stopped', { workers: count });
   };
 
   let first: ListeningMessage;
   try {
     [first] = (await Promise.all(Array.from({ length: count }, (_, slot) => fork(slot)))) as [ListeningMessage];
+    // One scrape covers every worker: the primary asks each for its registry (prom-client's AggregatorRegistry).
+    if (config.metrics.enabled) metricsListener = await serveMetrics(await clusterSource(), config.metrics.host, config.metrics.port, log);
   } catch (err) {
     await stop();
     throw err;
   }
-  log.info('listening', { host: config.server.host, port: first.port, url: first.url, workers: count, toolkits: first.toolkits });
-  return { url: first.url, port: first.port, stop };
+  log.info('listening', {
+    version: options.version,
+    config: config.file ?? 'none',
+    database: describeDatabase(config.db),
+    toolkits_dir: config.toolkits.dir,
+    toolkits: [...first.toolkits].sort(),
+    host: config.server.host,
+    port: first.port,
+    url: first.url,
+    workers: count,
+  });
+  const rescan = async (reason: string): Promise<void> => {
+    log.info('toolkit rescan passed to the workers', { reason });
+    for (const worker of workers.values()) worker.process.kill('SIGHUP');
+  };
+  return { url: first.url, port: first.port, rescan, stop };
 }

@@ -7,6 +7,8 @@ import type { CallerRecord } from '../users/user-directory.js';
 /** What the middleware stack learns about a request, in the order it learns it. */
 export interface GatewayState {
   requestId: string;
+  /** The route's template for logs and metrics (`auth/login`, `tk/app/notes/list`); unset: `other`. */
+  route?: string;
   session?: Session;
   caller?: CallerRecord;
   /** Toolkit pipeline, step by step (see pipeline/toolkit-pipeline.ts). */

@@ -2,6 +2,13 @@ import { Readable } from 'node:stream';
 import { methodNotAllowed, notFound } from '../errors.js';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import type { EndpointLifetimes } from '../toolkits/endpoint-lifetimes.js';
+import type { CompiledToolkit } from '../toolkits/compiled-toolkit.js';
+
+/** The part of the request path after {base}/tk/<kind>/<toolkit>/, without a trailing slash. */
+export function endpointPathOf(ctx: GatewayContext, basePath: string, toolkit: CompiledToolkit): string {
+  const prefix = `${basePath}/tk/${toolkit.kind}/${toolkit.name}/`;
+  return ctx.path.startsWith(prefix) ? ctx.path.slice(prefix.length).replace(/\/$/, '') : '';
+}
 
 /**
  * Step 2: the path after the toolkit name names an endpoint (else 404 endpoint_not_found) that takes this
@@ -11,8 +18,7 @@ import type { EndpointLifetimes } from '../toolkits/endpoint-lifetimes.js';
 export function routeStep(basePath: string, lifetimes: EndpointLifetimes): GatewayMiddleware {
   return async (ctx, next) => {
     const toolkit = ctx.state.toolkit!;
-    const prefix = `${basePath}/tk/${toolkit.kind}/${toolkit.name}/`;
-    const endpointPath = ctx.path.startsWith(prefix) ? ctx.path.slice(prefix.length).replace(/\/$/, '') : '';
+    const endpointPath = endpointPathOf(ctx, basePath, toolkit);
     const byMethod = toolkit.routes.get(endpointPath);
     if (!byMethod) throw notFound('endpoint_not_found', `toolkit ${toolkit.name} has no endpoint ${endpointPath || '(empty path)'}`);
     const endpoint = byMethod.get(ctx.method);

@@ -5,6 +5,7 @@ import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
 import { headersProblem } from '../http/header-rules.js';
 import { scopedLogger, type Logger } from '../log.js';
+import type { GatewayMetrics } from '../ops/metrics.js';
 import type { RegisteredType } from '../plugins/endpoint-types.js';
 import { isReply, StreamedResponse, type EndpointCall, type EnvelopedReply } from '../plugins/plugin-api.js';
 
@@ -36,6 +37,8 @@ export interface ExecuteServices {
   log: Logger;
   /** server.trust_proxy: the client address is the last X-Forwarded-For entry. */
   trustProxy: boolean;
+  /** tkgate_upstream_duration_seconds: how long each endpoint's type took to answer. */
+  metrics: GatewayMetrics;
 }
 
 /**
@@ -96,13 +99,17 @@ export function executeStep(s: ExecuteServices): GatewayMiddleware {
     s.log.warn('undeclared error code', { plugin: type.plugin, code: error.code, status: error.status, hint: 'declare it with api.declareErrors' });
   };
   return async (ctx) => {
-    const type = ctx.state.endpoint!.type;
+    const endpoint = ctx.state.endpoint!;
+    const type = endpoint.type;
+    const started = performance.now();
     let result: unknown;
     try {
       result = await type.execute(endpointCall(ctx, s));
     } catch (thrown) {
       noteUndeclared(type, thrown);
       throw thrown;
+    } finally {
+      s.metrics.upstream(endpoint.toolkit, endpoint.path, (performance.now() - started) / 1000);
     }
     if (result instanceof StreamedResponse) return sendStream(ctx, result, s.log);
     if (isReply(result)) return sendReply(ctx, result);

@@ -5,11 +5,12 @@ import type { Database } from '../db/connect.js';
 import type { PreparedReads } from '../db/prepared-reads.js';
 import type { GatewayMiddleware, GatewayState } from '../http/context.js';
 import type { Logger } from '../log.js';
+import type { GatewayMetrics } from '../ops/metrics.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ToolkitRegistry } from '../toolkits/toolkit-registry.js';
 import type { UserDirectory } from '../users/user-directory.js';
 import { toolkitStep } from './step-1-toolkit.js';
-import { routeStep } from './step-2-route.js';
+import { endpointPathOf, routeStep } from './step-2-route.js';
 import { permissionStep } from './step-3-permission.js';
 import { payloadFilterStep } from './step-4-payload-filter.js';
 import { dbContextStep } from './step-5-db-context.js';
@@ -26,11 +27,13 @@ export interface PipelineServices {
   sessions: SessionStore;
   users: UserDirectory;
   registry: ToolkitRegistry;
+  metrics: GatewayMetrics;
 }
 
 /** Every toolkit request, in order: 401 first, then the seed's nine steps. Reading this list is reading the flow. */
 export function toolkitPipeline(s: PipelineServices): GatewayMiddleware[] {
   return [
+    nameRoute(s.registry, s.config.server.base_url), // the route template for logs and metrics, known before 401
     authenticate(s.sessions, { countsAsUse: true }),
     toolkitStep(s.registry), //          1. toolkit exists and is enabled       404 toolkit_not_found
     routeStep(s.config.server.base_url, s.registry.lifetimes), // 2. endpoint path and method   404 endpoint_not_found, 405
@@ -40,8 +43,20 @@ export function toolkitPipeline(s: PipelineServices): GatewayMiddleware[] {
     groupStep(s.db, s.reads), //         6. toolkit group
     contextStep, //                      7. request context
     wrappingStep, //                     8. overwrite_wrapping
-    executeStep({ db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy }), // 9. the endpoint type's plugin          its own errors
+    executeStep({ db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy, metrics: s.metrics }), // 9. the endpoint type's plugin          its own errors
   ];
+}
+
+/** `tk/<kind>/<toolkit>/<endpoint path>` when the URL names a live endpoint; else the route stays `other`. */
+function nameRoute(registry: ToolkitRegistry, basePath: string): GatewayMiddleware {
+  return (ctx, next) => {
+    const toolkit = registry.snapshot.get((ctx.params as { toolkit: string }).toolkit);
+    if (toolkit && toolkit.kind === (ctx.params as { kind: string }).kind) {
+      const path = endpointPathOf(ctx, basePath, toolkit);
+      if (toolkit.routes.has(path)) ctx.state.route = `tk/${toolkit.kind}/${toolkit.name}/${path}`;
+    }
+    return next();
+  };
 }
 
 /** {base}/tk/app/<toolkit>/<path> and {base}/tk/lib/<toolkit>/<path>. */

@@ -12,6 +12,11 @@ export class AdmissionGate {
   private active = 0;
   private readonly waiting: Array<() => void> = [];
 
+  /** Holders right now (for the exec plugin's global gate: commands running). */
+  get running(): number {
+    return this.active;
+  }
+
   constructor(
     private readonly limit: number,
     private readonly maxQueue: number,

@@ -12,6 +12,7 @@ import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import type { ErrorCodeDeclaration } from '../error-codes.js';
 import type { Logger } from '../log.js';
+import type { PluginMetrics } from '../ops/metrics.js';
 import type { DatabaseSchema } from '../toolkits/database-schema.js';
 import type { ResponseDescription } from './response-description.js';
 
@@ -67,6 +68,8 @@ export interface PluginApi {
    * the i-th value given to `all`, and returns a knex select. Use it for reads on the request path.
    */
   prepareRead: PreparedReads['prepare'];
+  /** Metrics of the plugin's own, served with the gateway's (no-ops when metrics.enabled is false). */
+  readonly metrics: PluginMetrics;
   /** Called once when the gateway stops (after in-flight requests have finished), or when its boot fails. */
   onClose(cleanup: () => void | Promise<void>): void;
 }

@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { Database } from '../db/connect.js';
 import type { PreparedReads } from '../db/prepared-reads.js';
 import { scopedLogger, type Logger } from '../log.js';
+import { noMetrics, type PluginMetrics } from '../ops/metrics.js';
 import { formatPath, validateStandard } from '../toolkits/config-issues.js';
 import { checkApiRange, describeRange, PLUGIN_API_STRING } from './api-version.js';
 import { EndpointTypes } from './endpoint-types.js';
@@ -77,6 +78,8 @@ export interface PluginDeps {
   log: Logger;
   /** plugin_options of the server configuration, keyed by plugin name. */
   options?: Record<string, Record<string, unknown>>;
+  /** Where plugins' metrics go; none are kept when absent (config check). */
+  metrics?: PluginMetrics;
 }
 
 /**
@@ -137,6 +140,7 @@ function pluginApi(name: string, types: EndpointTypes, deps: PluginDeps, onClose
     registerEndpointType: (type) => types.addType(type as unknown as EndpointType<unknown>, name),
     registerFunction: (fnName, fn) => types.addFunction(fnName, fn, name),
     getFunction: (fnName) => types.fn(fnName),
+    metrics: deps.metrics ?? noMetrics,
     onClose,
   };
 }

@@ -1,10 +1,14 @@
-import type { ServerConfig } from '../config/server-config.js';
+import { statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { ConfigError, type ServerConfig } from '../config/server-config.js';
 import { openDatabase, type Database } from '../db/connect.js';
 import { openPreparedReads } from '../db/prepared-reads.js';
 import { createLogger, type Logger } from '../log.js';
 import type { EndpointTypes } from '../plugins/endpoint-types.js';
 import { loadPlugins } from '../plugins/plugin-loader.js';
+import { compileToolkitText } from './compile-toolkit.js';
 import type { ToolkitProblem } from './config-issues.js';
+import { readDatabaseSchema } from './database-schema.js';
 import { ToolkitRegistry, type ToolkitSnapshot } from './toolkit-registry.js';
 
 export interface DirectoryCheck {
@@ -16,6 +20,17 @@ export interface DirectoryCheck {
 }
 
 const silent = createLogger('error', () => undefined);
+
+/** A toolkits.dir that does not exist (or is not a directory) stops the start rather than serving nothing. */
+export function requireToolkitDirectory(dir: string): void {
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch {
+    throw new ConfigError(`toolkits.dir ${dir} does not exist`);
+  }
+  if (!isDirectory) throw new ConfigError(`toolkits.dir ${dir} is not a directory`);
+}
 
 /** The check prints every problem itself; its log gets only what a problem line leaves out: a plugin's failure. */
 const onlyPluginFailures = (log: Logger): Logger => ({ ...silent, error: (msg, fields) => msg === 'plugin check threw' && log.error(msg, fields) });
@@ -49,12 +64,19 @@ export async function withLoadedPlugins<T>(config: ServerConfig, log: Logger, wo
 }
 
 /**
- * `tkgate config check`: loads a directory exactly as `tkgate start` would (same plugins, same live
- * database schema) and reports every problem rather than the first.
+ * `tkgate config check [DIR|FILE]`: loads a directory (or one file) exactly as `tkgate start` would (same
+ * plugins, same live database schema) and reports every problem rather than the first.
  */
-export function checkToolkitDirectory(dir: string, config: ServerConfig, log: Logger): Promise<DirectoryCheck> {
+export function checkToolkitDirectory(target: string, config: ServerConfig, log: Logger): Promise<DirectoryCheck> {
+  const oneFile = statSync(target, { throwIfNoEntry: false })?.isFile() ?? false;
+  if (!oneFile) requireToolkitDirectory(target);
   return withLoadedPlugins(config, log, async (types, db) => {
-    const registry = new ToolkitRegistry(dir, db, types, onlyPluginFailures(log), { maxFileBytes: config.toolkits.max_file_bytes });
+    if (oneFile) {
+      const result = await compileToolkitText(target, await readFile(target, 'utf8'), { schema: await readDatabaseSchema(db), types });
+      if (!('toolkit' in result)) return { files: 1, toolkits: [], problems: result.problems, snapshot: new Map() };
+      return { files: 1, toolkits: [result.toolkit.name], problems: [], snapshot: new Map([[result.toolkit.name, result.toolkit]]) };
+    }
+    const registry = new ToolkitRegistry(target, db, types, onlyPluginFailures(log), { maxFileBytes: config.toolkits.max_file_bytes });
     const listing = await registry.look();
     const { snapshot, problems } = await registry.load();
     return { files: listing.files.size, toolkits: [...snapshot.keys()], problems, snapshot };

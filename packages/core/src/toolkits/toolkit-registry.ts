@@ -25,6 +25,8 @@ export interface ReloadOutcome {
 export interface RegistryOptions {
   /** toolkits.max_file_bytes: a larger file is refused unread. */
   maxFileBytes: number;
+  /** Told every applied reload after the load at start (metrics: tkgate_toolkit_reloads_total). */
+  onReload?: (outcome: ReloadOutcome, trigger: string) => void;
 }
 
 export const DEFAULT_MAX_FILE_BYTES = 1_048_576;
@@ -138,7 +140,9 @@ export class ToolkitRegistry {
     this.applied = { files: listing.files, missing: listing.missing };
     this.report({ listing, wasMissing, records, resolution, changes, trigger });
     this.lifetimes.retire(changes.retired);
-    return { snapshot: this.current, problems: resolution.problems };
+    const outcome = { snapshot: this.current, problems: resolution.problems };
+    if (trigger !== 'start') this.options.onReload?.(outcome, trigger);
+    return outcome;
   }
 
   /** A live endpoint of the toolkit with exactly this definition. */

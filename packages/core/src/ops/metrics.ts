@@ -1,0 +1,81 @@
+/**
+ * The gateway's Prometheus metrics (SPEC section 9), in a registry of its own (never prom-client's global
+ * one). With metrics.enabled false every method is a no-op, nothing is collected and prom-client is not
+ * even loaded (CLI commands start faster without it).
+ */
+import type { Registry } from 'prom-client';
+
+export type LoginResult = 'success' | 'invalid' | 'rate_limited' | 'busy';
+export type ReloadResult = 'applied' | 'refused';
+
+/** What plugins may add (PluginApi.metrics). */
+export interface PluginMetrics {
+  /** A gauge read at every scrape, e.g. `tkgate_exec_running` (summed over cluster workers). */
+  gauge(name: string, help: string, read: () => number): void;
+}
+
+export interface GatewayMetrics extends PluginMetrics {
+  /** The registry to scrape; undefined when metrics are off. */
+  readonly registry: Registry | undefined;
+  request(route: string, status: number, seconds: number): void;
+  login(result: LoginResult): void;
+  reload(result: ReloadResult): void;
+  upstream(toolkit: string, endpoint: string, seconds: number): void;
+  /** The live sessions in the database, counted at every scrape (one figure for all workers: their max). */
+  sessions(read: () => Promise<number>): void;
+}
+
+/** Seconds: from a fast status call (~1 ms) to a slow upstream (the default timeouts are 10 s). */
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export const noMetrics: GatewayMetrics = {
+  registry: undefined,
+  request: () => undefined,
+  login: () => undefined,
+  reload: () => undefined,
+  upstream: () => undefined,
+  sessions: () => undefined,
+  gauge: () => undefined,
+};
+
+export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
+  if (!enabled) return noMetrics;
+  const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = await import('prom-client');
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  const requests = new Counter({ name: 'tkgate_requests_total', help: 'Requests answered, by route template and status', labelNames: ['route', 'status'], registers });
+  const durations = new Histogram({ name: 'tkgate_request_duration_seconds', help: 'Time to answer a request, by route template', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers });
+  const logins = new Counter({ name: 'tkgate_logins_total', help: 'Login attempts by result', labelNames: ['result'], registers });
+  const reloads = new Counter({ name: 'tkgate_toolkit_reloads_total', help: 'Toolkit directory reloads by result (refused: at least one file refused)', labelNames: ['result'], registers });
+  const upstreams = new Histogram({
+    name: 'tkgate_upstream_duration_seconds',
+    help: "Time an endpoint's type took to answer (HTTP upstream, command or queries), by toolkit and endpoint",
+    labelNames: ['toolkit', 'endpoint'],
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  // Zero rows for every result, so rate() and dashboards see the series before the first event.
+  for (const result of ['success', 'invalid', 'rate_limited', 'busy']) logins.inc({ result }, 0);
+  for (const result of ['applied', 'refused']) reloads.inc({ result }, 0);
+
+  const gauge = (name: string, help: string, read: () => number) => {
+    new Gauge({ name, help, registers, collect() { this.set(read()); } });
+  };
+  /** Every worker reads the same database figure: the cluster's scrape keeps one of them, not their sum. */
+  const databaseGauge = (name: string, help: string, read: () => Promise<number>) => {
+    new Gauge({ name, help, registers, aggregator: 'max', async collect() { this.set(await read()); } });
+  };
+  return {
+    registry,
+    request: (route, status, seconds) => {
+      requests.inc({ route, status });
+      durations.observe({ route }, seconds);
+    },
+    login: (result) => logins.inc({ result }),
+    reload: (result) => reloads.inc({ result }),
+    upstream: (toolkit, endpoint, seconds) => upstreams.observe({ toolkit, endpoint }, seconds),
+    sessions: (read) => databaseGauge('tkgate_sessions', 'Live sessions in the database', read),
+    gauge,
+  };
+}

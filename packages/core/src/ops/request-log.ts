@@ -1,0 +1,63 @@
+/**
+ * Per request, once the response is done: one access-log line (log.access) and the request metrics.
+ * Labels and fields never hold a raw URL beyond the path, a query string, a body or a token.
+ */
+import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
+import { clientAddress } from '../http/client-address.js';
+import type { Logger } from '../log.js';
+import type { GatewayMetrics } from './metrics.js';
+
+export interface RequestLogOptions {
+  log: Logger;
+  access: boolean;
+  metrics: GatewayMetrics;
+  trustProxy: boolean;
+  baseUrl: string;
+}
+
+/**
+ * The route's template: set by the route itself (`tk/app/notes/list`, `healthz`), else the matched fixed
+ * route without the base URL (`auth/login`, `openapi.json`), else `other` (a route with parameters that
+ * named nothing live, or no route): a set bounded by the configuration, whatever the URLs.
+ */
+function routeOf(ctx: GatewayContext, baseUrl: string): string {
+  if (ctx.state.route) return ctx.state.route;
+  const matched = (ctx as { _matchedRoute?: unknown })._matchedRoute;
+  if (typeof matched === 'string' && matched.startsWith(`${baseUrl}/`) && !/[:*{(]/.test(matched)) return matched.slice(baseUrl.length + 1);
+  return 'other';
+}
+
+/** Body bytes: the Content-Length sent, else (a stream without one) what the socket wrote for this response. */
+function bytesSent(ctx: GatewayContext, socketBytesAtStart: number): number {
+  const length = Number(ctx.res.getHeader('content-length'));
+  if (Number.isFinite(length)) return length;
+  return Math.max(0, (ctx.req.socket?.bytesWritten ?? socketBytesAtStart) - socketBytesAtStart);
+}
+
+export function requestLog({ log, access, metrics, trustProxy, baseUrl }: RequestLogOptions): GatewayMiddleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    const socketBytesAtStart = ctx.req.socket?.bytesWritten ?? 0;
+    ctx.res.once('close', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = routeOf(ctx, baseUrl);
+      // A response cut before it was complete is logged with its status as sent, like nginx's 499 cases.
+      const status = ctx.res.headersSent ? ctx.res.statusCode : 499;
+      metrics.request(route, status, seconds);
+      if (!access) return;
+      const line: Record<string, unknown> = {
+        method: ctx.method,
+        path: ctx.path,
+        route,
+        status,
+        duration_ms: Math.round(seconds * 1e6) / 1e3,
+        bytes: bytesSent(ctx, socketBytesAtStart),
+        request_id: ctx.state.requestId,
+        client: clientAddress(ctx, trustProxy),
+      };
+      if (ctx.state.caller) line.user_id = ctx.state.caller.id;
+      log.info('request', line);
+    });
+    await next();
+  };
+}
