@@ -193,7 +193,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
       toolkits,
       rescan: async (reason) => {
         const outcome = await toolkits.rescan(reason);
-        log.info('toolkits rescanned', { reason, toolkits: [...outcome.snapshot.keys()].sort(), problems: outcome.problems.length });
+        toolkitLog.info('toolkits rescanned', { reason, toolkits: [...outcome.snapshot.keys()].sort(), problems: outcome.problems.length });
         return outcome;
       },
       stop: async () => {
