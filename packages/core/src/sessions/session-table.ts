@@ -1,7 +1,7 @@
 import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import { lockUser, writeTransaction } from '../db/write-transaction.js';
-import { toCaller, type CallerRecord } from '../users/user-directory.js';
+import { callerColumns, toCaller, type CallerRecord } from '../users/user-directory.js';
 import { expiryOf, type Session, type SessionPolicy } from './session.js';
 
 /** A session and its user, as one authenticated request needs them. */
@@ -39,13 +39,7 @@ export class SessionTable {
           'sessions.created_at',
           'sessions.last_used_at',
           'sessions.expires_at',
-          'users.id',
-          'users.username',
-          'users.power',
-          'users.core_group_id',
-          'core_groups.name as core_group_name',
-          'users.disabled',
-          'users.sessions_revoked_at',
+          ...callerColumns,
         ),
     );
   }

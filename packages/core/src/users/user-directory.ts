@@ -20,7 +20,8 @@ export interface LoginRecord {
   disabled: boolean;
 }
 
-const callerColumns = [
+/** The caller's columns, as one read selects them with its session (sessions/session-table.ts) or alone. */
+export const callerColumns = [
   'users.id',
   'users.username',
   'users.power',
