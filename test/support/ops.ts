@@ -1,16 +1,8 @@
+import { eventually } from './eventually.js';
 import type { GatewayProcess } from './gateway-process.js';
-import { sleep } from './fixtures.js';
 
-/** Waits until `check` holds, polling; fails after `deadlineMs` (generous: the test machine is shared). */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined> | T | undefined, deadlineMs = 15_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() - started > deadlineMs) throw new Error(`${what}: not within ${deadlineMs} ms`);
-    await sleep(50);
-  }
-}
+/** One polling helper for every suite (test/support/eventually.ts). */
+export { eventually };
 
 /** The first log line of a running gateway that matches. */
 export const logLine = (gateway: GatewayProcess, what: string, match: (line: Record<string, unknown>) => boolean) =>
