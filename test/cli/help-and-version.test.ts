@@ -3,7 +3,7 @@ import { accessSync, constants, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { runCli } from '../support/cli.js';
-import { repoRoot, tempDir, tkgateBin } from '../support/paths.js';
+import { repoRoot, tempDir } from '../support/paths.js';
 
 const version = (JSON.parse(readFileSync(path.join(repoRoot, 'packages/cli/package.json'), 'utf8')) as { version: string }).version;
 
@@ -65,11 +65,12 @@ describe('tkgate CLI: version, help, suggestions and option errors', () => {
     for (const result of [unknown, missing]) expect(result.stderr).not.to.match(/positional argument|ERR_PARSE_ARGS/);
   });
 
-  it('runs as npx tkgate in this checkout: node_modules/.bin/tkgate links the built, executable binary', () => {
+  it('runs as npx tkgate in this checkout: node_modules/.bin/tkgate links the executable bin of @tkgate/cli', () => {
     const link = path.join(repoRoot, 'node_modules/.bin/tkgate');
-    expect(realpathSync(link)).to.equal(realpathSync(tkgateBin));
-    accessSync(tkgateBin, constants.X_OK);
-    expect(readFileSync(tkgateBin, 'utf8')).to.match(/^#!\/usr\/bin\/env node\n/);
+    const bin = path.join(repoRoot, 'packages/cli/bin/tkgate.js');
+    expect(realpathSync(link)).to.equal(realpathSync(bin));
+    accessSync(bin, constants.X_OK);
+    expect(readFileSync(bin, 'utf8')).to.match(/^#!\/usr\/bin\/env node\n/);
     expect(execFileSync(link, ['--version'], { encoding: 'utf8' })).to.equal(`tkgate ${version}\n`);
     const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
     expect(manifest.dependencies).to.have.property('@tkgate/cli');
