@@ -1,6 +1,8 @@
 // Child processes for the bench: started on 127.0.0.1, ready when they print a line, RSS sampled from /proc.
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import net from 'node:net';
 
 export function freePort() {
@@ -26,46 +28,64 @@ function canConnect(port) {
 }
 
 /**
- * Starts a command and resolves once `ready(line)` holds for a line of its stdout or stderr, or, with
- * `port`, once that port accepts connections (for servers that print nothing).
+ * Starts a command and resolves once `ready(line)` holds for a line of its output, or, with `port`, once
+ * that port accepts connections (for servers that print nothing). Output goes to a file, as it would to
+ * journald or a log file in production: a bench process reading a logging gateway's stdout (an access line
+ * per request) would take CPU from the processes it measures. The file is read only until ready.
  */
+let started = 0;
 export function startProcess(command, args, { env = {}, cwd, ready = () => false, port, timeoutMs = 15_000 } = {}) {
-  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
+  const logFile = path.join(outputDir(), `${path.basename(command)}-${process.pid}-${++started}.log`);
+  const fd = openSync(logFile, 'w');
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  const output = () => {
+    try {
+      return readFileSync(logFile, 'utf8');
+    } catch {
+      return '';
+    }
+  };
   return new Promise((resolve, reject) => {
     let done = false;
+    const finish = () => {
+      done = true;
+      clearTimeout(timer);
+      child.off('exit', onExit);
+    };
     const succeed = (line) => {
       if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve({ child, pid: child.pid, line, output: () => output, stop: () => stopProcess(child) });
+      finish();
+      resolve({ child, pid: child.pid, line, output, stop: () => stopProcess(child) });
     };
-    if (port) {
-      (async () => {
-        while (!done && child.exitCode === null) {
-          if (await canConnect(port)) return succeed('');
-          await sleep(50);
-        }
-      })();
-    }
-    const timer = setTimeout(() => fail(new Error(`${command} was not ready within ${timeoutMs} ms`)), timeoutMs);
     const fail = (err) => {
       if (done) return;
-      done = true;
-      clearTimeout(timer);
+      finish();
       child.kill('SIGKILL');
-      reject(new Error(`${err.message}\n${output.slice(-2000)}`));
+      reject(new Error(`${err.message}\n${output().slice(-2000)}`));
     };
-    const onData = (chunk) => {
-      output += chunk;
-      for (const line of String(chunk).split('\n')) {
-        if (ready(line)) succeed(line);
+    const timer = setTimeout(() => fail(new Error(`${command} was not ready within ${timeoutMs} ms`)), timeoutMs);
+    const onExit = (code) => fail(new Error(`${command} exited (${code}) before it was ready`));
+    child.once('exit', onExit);
+    (async () => {
+      while (!done) {
+        if (port && (await canConnect(port))) return succeed('');
+        const line = output().split('\n').find((l) => ready(l));
+        if (line !== undefined) return succeed(line);
+        await sleep(25);
       }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code) => fail(new Error(`${command} exited (${code}) before it was ready`)));
+    })();
   });
+}
+
+/** Where the bench's child processes write their output: one directory per bench run. */
+let outputDirectory;
+function outputDir() {
+  if (!outputDirectory) {
+    const dir = (outputDirectory = mkdtempSync(path.join(tmpdir(), 'tkgate-bench-output-')));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  return outputDirectory;
 }
 
 export function stopProcess(child) {

@@ -40,6 +40,27 @@ function selfTime(profile, keyOf, top) {
   return [...byKey].sort((a, b) => b[1] - a[1]).slice(0, top).map(([key, time]) => `${((100 * time) / total).toFixed(1).padStart(5)}%  ${key}`);
 }
 
+/** Time in samples whose stack holds the function (inclusive), as percentages, highest first. */
+function totalTime(profile, keyOf, top) {
+  const parent = new Map();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node);
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const byKey = new Map();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const time = profile.timeDeltas[i] ?? 0;
+    total += time;
+    const seen = new Set();
+    for (let node = byId.get(id); node; node = parent.get(node.id)) {
+      const key = keyOf(node.callFrame);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      byKey.set(key, (byKey.get(key) ?? 0) + time);
+    }
+  });
+  return [...byKey].sort((a, b) => b[1] - a[1]).slice(0, top).map(([key, time]) => `${((100 * time) / total).toFixed(1).padStart(5)}%  ${key}`);
+}
+
 const functionOf = ({ functionName, url, lineNumber }) => `${functionName || '(anonymous)'} ${url.split('/').slice(-2).join('/')}:${lineNumber}`;
 function packageOf({ functionName, url }) {
   if (!url) return functionName;
@@ -75,5 +96,6 @@ try {
 if (profiling) {
   const profile = JSON.parse(readFileSync(path.join(profileDir, readdirSync(profileDir)[0]), 'utf8'));
   process.stdout.write(`\nself time by function (whole run, start-up included):\n${selfTime(profile, functionOf, 30).join('\n')}\n`);
+  process.stdout.write(`\ntotal time by function (the function and what it calls):\n${totalTime(profile, functionOf, 60).join('\n')}\n`);
   process.stdout.write(`\nself time by package:\n${selfTime(profile, packageOf, 20).join('\n')}\n`);
 }
