@@ -35,7 +35,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
   app.use(healthRoutes(services.db, services.readiness, log));
   app.use(errorEnvelope(log));
   app.use(toolkitRoutes(services));
-  app.use(authRoutes(services).routes());
+  app.use(authRoutes(services));
   app.use(openApiRoutes(services).routes());
   app.use(noSuchRoute);
   return app;
