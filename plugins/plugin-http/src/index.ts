@@ -1,4 +1,5 @@
 import { EndpointGates, z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { ConnectionPool } from './connection-pool.js';
 import { describeHttpResponse } from './describe-response.js';
 import { httpConfigSchema, type HttpConfig } from './http-config.js';
 import { proxy } from './proxy.js';
@@ -22,12 +23,17 @@ const plugin: TkgatePlugin = {
     api.declareErrors(ERROR_CODES);
     const options = await api.readOptions(optionsSchema);
     const transport = transports[options.transport]();
-    api.onClose(() => transport.close());
+    /** Keep-alive connections of http:// passthrough downloads (the transport keeps its own for the rest). */
+    const pool = new ConnectionPool();
+    api.onClose(() => {
+      transport.close();
+      pool.close();
+    });
     const gates = new EndpointGates('too many upstream calls are running; try again shortly');
     const httpType: EndpointType<HttpConfig> = {
       type: 'http',
       configSchema: httpConfigSchema,
-      execute: async (call) => proxy(transport, call, await gates.of(call.endpoint.key, call.config).enter(call.signal)),
+      execute: async (call) => proxy(transport, pool, call, await gates.of(call.endpoint.key, call.config).enter(call.signal)),
       describeResponse: describeHttpResponse,
     };
     api.registerEndpointType(httpType);
