@@ -6,7 +6,7 @@ import { UpstreamConnection, type ConnectionUser } from './upstream-connection.j
  * fully and correctly framed come back here (passthrough-reader.ts decides); an idle one is dropped when the
  * upstream sends anything or closes, after IDLE_MS, or when its origin already keeps MAX_IDLE_PER_ORIGIN.
  */
-const MAX_IDLE_PER_ORIGIN = 32;
+const MAX_IDLE_PER_ORIGIN = 64;
 /** Below the 5 s keep-alive timeout of node's HTTP server, so that mostly we, not the upstream, close first. */
 const IDLE_MS = 4000;
 
