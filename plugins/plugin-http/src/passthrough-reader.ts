@@ -71,13 +71,17 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
   };
   let finishBody: () => void = () => undefined;
 
-  const abort = () => socket.destroy(upstreamFailure('ERR_ABORTED', 'the client went away'));
-  request.signal.addEventListener('abort', abort, { once: true });
+  let clientGone = false;
+  // whenClientGone, not the signal: the signal is made on first read, and costs an AbortController per request.
+  const stopWatching = request.whenClientGone(() => {
+    clientGone = true;
+    socket.destroy(upstreamFailure('ERR_ABORTED', 'the client went away'));
+  });
   socket.setTimeout(request.timeoutMs);
 
   return new Promise((resolveHead, rejectHead) => {
     reject = (err) => {
-      const stale = reused && received === 0 && !request.signal.aborted && ['ECONNRESET', 'EPIPE', 'ECONNABORTED'].includes((err as { code?: string }).code ?? '');
+      const stale = reused && received === 0 && !clientGone && ['ECONNRESET', 'EPIPE', 'ECONNABORTED'].includes((err as { code?: string }).code ?? '');
       rejectHead(stale ? new StaleConnection(err.message, { cause: err }) : err);
     };
     connection.user = {
@@ -94,7 +98,7 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
       },
       onError: fail,
       onClose() {
-        request.signal.removeEventListener('abort', abort);
+        stopWatching();
         if (finished) return;
         // A close-delimited body ends here, once whatever was read before has been written.
         if (!head && framing.kind === 'close') {
@@ -146,7 +150,7 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
           contentLength: framing.kind === 'length' && parsed.status !== 204 && parsed.status !== 304 ? framing.length : undefined,
           discard: () => {
             finished = true;
-            request.signal.removeEventListener('abort', abort);
+            stopWatching();
             socket.destroy();
           },
           writeBody: (target) => streamBody(target),
@@ -228,7 +232,7 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
     function finish(): void {
       if (finished) return;
       finished = true;
-      request.signal.removeEventListener('abort', abort);
+      stopWatching();
       if (complete && clean && keepAlive && framing.kind !== 'close' && writing === 0) pool.release(url, connection);
       else socket.destroy();
       finishBody();
