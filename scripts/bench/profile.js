@@ -1,7 +1,8 @@
-// node scripts/bench/profile.js <status|items|json|tiny|file> [--no-profile]: one bench scenario against a gateway
-// started with `node --cpu-prof`, under wrk (1 thread, 50 connections, 2 s warm-up, 8 s measured).
-// `file --direct` also measures the upstream answered directly, and the ratio. Prints requests/s, the gateway's CPU time per request (from /proc, so profiler-free with --no-profile),
-// and the profile's top self time by function and by package. The profiles of docs/performance.md.
+// node scripts/bench/profile.js <status|items|json|tiny|file> [--no-profile] [--direct]: one bench scenario against a
+// gateway started with `node --cpu-prof`, under wrk (1 thread, 50 connections, 2 s warm-up, 8 s measured).
+// Prints requests/s, the gateway's CPU time per request, user and system (from /proc, so profiler-free with
+// --no-profile), and the profile's top self time by function and by package. `file --direct` then measures the
+// upstream answered directly, and the ratio. The profiles of docs/performance.md.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const SCENARIOS = { status: '/auth/status', items: '/tk/app/bench/items?q=disk', json: '/tk/app/bench/json', tiny: '/tk/app/bench/tiny', file: '/tk/app/bench/file' };
 const scenario = process.argv[2];
 if (!(scenario in SCENARIOS)) {
-  process.stderr.write(`usage: node scripts/bench/profile.js <${Object.keys(SCENARIOS).join('|')}> [--no-profile]\n`);
+  process.stderr.write(`usage: node scripts/bench/profile.js <${Object.keys(SCENARIOS).join('|')}> [--no-profile] [--direct]\n`);
   process.exit(2);
 }
 const profiling = !process.argv.includes('--no-profile');

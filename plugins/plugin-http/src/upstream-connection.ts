@@ -65,10 +65,12 @@ export class UpstreamConnection {
       this.held[index] = false;
       if (index === this.current && this.wanted && !this.socket.destroyed) this.socket.resume();
     };
-    const more = this.user ? this.user.onData(data, done) : false;
-    if (!more) this.wanted = false;
+    const user = this.user;
+    const more = user ? user.onData(data, done) : false;
+    // An exchange that ended within onData may have handed the connection to the pool, which reads on.
+    if (!more && this.user === user) this.wanted = false;
     // Reading goes on only into a free buffer (nextBuffer, called next, picks it).
-    return more && (!this.held[index] || !this.held[1 - index]);
+    return this.wanted && (!this.held[index] || !this.held[1 - index]);
   }
 
   /** net.Socket asks after each read which buffer the next one fills: a free one, the other if it can. */
