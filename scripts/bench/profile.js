@@ -1,7 +1,8 @@
-// node scripts/bench/profile.js <status|items|json|tiny> [--no-profile]: one bench scenario against a gateway
-// started with `node --cpu-prof`, under wrk (1 thread, 50 connections, 2 s warm-up, 8 s measured).
-// Prints requests/s, the gateway's CPU time per request (from /proc, so profiler-free with --no-profile),
-// and the profile's top self time by function and by package. The profiles of docs/performance.md.
+// node scripts/bench/profile.js <status|items|json|tiny|file> [--no-profile] [--direct]: one bench scenario against a
+// gateway started with `node --cpu-prof`, under wrk (1 thread, 50 connections, 2 s warm-up, 8 s measured).
+// Prints requests/s, the gateway's CPU time per request, user and system (from /proc, so profiler-free with
+// --no-profile), and the profile's top self time by function and by package. `file --direct` then measures the
+// upstream answered directly, and the ratio. The profiles of docs/performance.md.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,18 +12,24 @@ import { freePort, startProcess } from './processes.js';
 import { login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const SCENARIOS = { status: '/auth/status', items: '/tk/app/bench/items?q=disk', json: '/tk/app/bench/json', tiny: '/tk/app/bench/tiny' };
+const SCENARIOS = { status: '/auth/status', items: '/tk/app/bench/items?q=disk', json: '/tk/app/bench/json', tiny: '/tk/app/bench/tiny', file: '/tk/app/bench/file' };
 const scenario = process.argv[2];
 if (!(scenario in SCENARIOS)) {
-  process.stderr.write(`usage: node scripts/bench/profile.js <${Object.keys(SCENARIOS).join('|')}> [--no-profile]\n`);
+  process.stderr.write(`usage: node scripts/bench/profile.js <${Object.keys(SCENARIOS).join('|')}> [--no-profile] [--direct]\n`);
   process.exit(2);
 }
 const profiling = !process.argv.includes('--no-profile');
 
 /** CPU time (user + system) the process has used, in ms. */
 function cpuMs(pid) {
+  const { user, system } = cpuSplitMs(pid);
+  return user + system;
+}
+
+/** User and system (kernel: syscalls, the loopback's copies) CPU time, in ms. */
+function cpuSplitMs(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
 }
 
 /** Self time per key, as percentages of the profile, highest first. */
@@ -84,11 +91,25 @@ try {
   const wrk = (seconds) =>
     execFileSync('wrk', ['-t1', '-c50', `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, ...(scenario === 'json' ? ['-s', postScript] : []), `${gateway.base}${SCENARIOS[scenario]}`]).toString();
   wrk(2);
-  const before = cpuMs(gateway.pid);
+  const before = cpuSplitMs(gateway.pid);
   const output = wrk(8);
-  const used = cpuMs(gateway.pid) - before;
+  const after = cpuSplitMs(gateway.pid);
+  const used = after.user + after.system - before.user - before.system;
   const rps = Number(output.match(/Requests\/sec:\s+([\d.]+)/)[1]);
-  process.stdout.write(`${scenario}: ${rps.toFixed(0)} req/s; gateway CPU ${used} ms over 8 s, ${((used * 1000) / (rps * 8)).toFixed(1)} µs per request\n`);
+  const perRequest = (ms) => ((ms * 1000) / (rps * 8)).toFixed(1);
+  process.stdout.write(
+    `${scenario}: ${rps.toFixed(0)} req/s; gateway CPU ${used} ms over 8 s, ${perRequest(used)} µs per request ` +
+      `(user ${perRequest(after.user - before.user)}, system ${perRequest(after.system - before.system)})\n`,
+  );
+  if (scenario === 'file' && process.argv.includes('--direct')) {
+    // The same download from the upstream itself, right after: the ratio the bench's scenario 4 judges.
+    const direct = (seconds) => execFileSync('wrk', ['-t1', '-c50', `-d${seconds}s`, `http://127.0.0.1:${upstreamPort}/1mb`]).toString();
+    direct(2);
+    const upstreamBefore = cpuMs(upstream.pid);
+    const directRps = Number(direct(8).match(/Requests\/sec:\s+([\d.]+)/)[1]);
+    const upstreamUsed = cpuMs(upstream.pid) - upstreamBefore;
+    process.stdout.write(`upstream direct: ${directRps.toFixed(0)} req/s; upstream CPU ${((upstreamUsed * 1000) / (directRps * 8)).toFixed(1)} µs per request; ratio ${(rps / directRps).toFixed(2)}\n`);
+  }
 } finally {
   await gateway.stop();
   await upstream.stop();

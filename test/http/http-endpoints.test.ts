@@ -181,15 +181,18 @@ for (const [dialect, transport] of runs) {
         expect(received).to.equal(size);
         return peak - before;
       };
+      // One small download first: compiling the download path is not what this measures.
+      await (await fetch(`${s.gateway.base}/tk/app/proxy/file`, { headers: { authorization: `Bearer ${token}` } })).arrayBuffer();
       const growth100 = await download('100mb', 100 * 1024 * 1024);
       const growth300 = await download('300mb', 300 * 1024 * 1024);
-      // One reused read buffer: a few MB at most, flat in the size. Buffering whole would cost the body's size,
-      // and a fresh Buffer per socket read was seen at +47 MB (100 MB) and +68 MB (300 MB) before GC caught up;
-      // the bound leaves room for the unrelated heap growth GC timing adds on a shared 2-core machine: a
-      // gateway that ran the got transport's JSON tests first grew 18-22 MB here with garbage of its own.
-      // (The bench measures the figure itself on a fresh gateway.)
-      expect(growth100).to.be.below(32);
-      expect(growth300).to.be.below(32);
+      if (process.env.TKGATE_TEST_VERBOSE) console.log(`RSS growth: 100 MB download +${growth100.toFixed(1)} MB, 300 MB download +${growth300.toFixed(1)} MB`);
+      // Two reused read buffers per upstream connection: a few MB at most, flat in the size. Buffering whole would
+      // cost the body's size, and a fresh Buffer per socket read was seen at +47 MB (100 MB) and +68 MB (300 MB)
+      // before GC caught up. Seen here with the keep-alive reader: +0.2 to +2.6 MB for 300 MB, +0.3 to +7.5 MB for
+      // 100 MB (the most when this test ran alone on a fresh gateway, before the small download came first);
+      // 16 MB leaves room for the unrelated heap growth GC timing adds on a shared 2-core machine.
+      expect(growth100).to.be.below(16);
+      expect(growth300).to.be.below(16);
     });
 
     it('survives clients that disconnect at any moment of a proxied request', async () => {

@@ -6,7 +6,8 @@ const MAX_TRAILER_BYTES = 16 * 1024;
 /** 12 hex digits: 256 TiB per chunk, exact in a double. */
 const CHUNK_SIZE = /^[0-9A-Fa-f]{1,12}$/;
 
-export type ChunkDecoder = (data: Buffer) => { slices: Buffer[]; done: boolean };
+/** `rest`: bytes of `data` after the end of the body (another message the upstream should not have sent). */
+export type ChunkDecoder = (data: Buffer) => { slices: Buffer[]; done: boolean; rest: number };
 
 /**
  * Decodes HTTP/1.1 chunked framing (RFC 9112 section 7.1) across reads; returns views of the data, never
@@ -52,6 +53,6 @@ export function chunkDecoder(): ChunkDecoder {
       }
       line = '';
     }
-    return { slices, done: state === 'done' };
+    return { slices, done: state === 'done', rest: data.length - i };
   };
 }

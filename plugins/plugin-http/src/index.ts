@@ -1,4 +1,5 @@
 import { EndpointGates, z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { ConnectionPool } from './connection-pool.js';
 import { describeHttpResponse } from './describe-response.js';
 import { httpConfigSchema, type HttpConfig } from './http-config.js';
 import { proxy } from './proxy.js';
@@ -22,7 +23,12 @@ const plugin: TkgatePlugin = {
     api.declareErrors(ERROR_CODES);
     const options = await api.readOptions(optionsSchema);
     const transport = transports[options.transport]();
-    api.onClose(() => transport.close());
+    /** Keep-alive connections of http:// passthrough downloads (the transport keeps its own for the rest). */
+    const pool = new ConnectionPool();
+    api.onClose(() => {
+      transport.close();
+      pool.close();
+    });
     const gates = new EndpointGates('too many upstream calls are running; try again shortly');
     const httpType: EndpointType<HttpConfig> = {
       type: 'http',
@@ -30,7 +36,7 @@ const plugin: TkgatePlugin = {
       execute: async (call) => {
         // The gate's place at once when one is free: the client's AbortSignal is made only to wait in its queue.
         const gate = gates.of(call.endpoint.key, call.config);
-        return proxy(transport, call, gate.tryEnter() ?? (await gate.enter(call.signal)));
+        return proxy(transport, pool, call, gate.tryEnter() ?? (await gate.enter(call.signal)));
       },
       describeResponse: describeHttpResponse,
     };

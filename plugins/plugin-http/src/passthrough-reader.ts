@@ -1,19 +1,19 @@
-import net from 'node:net';
 import type { Writable } from 'node:stream';
 import type { BodyWriter } from '@tkgate/core';
 import { chunkDecoder } from './chunk-decoder.js';
+import type { ConnectionPool } from './connection-pool.js';
 import { bareLineFeed, parseHead, type Framing } from './response-head.js';
 import { badResponse, upstreamFailure } from './upstream-failure.js';
+import { UpstreamConnection } from './upstream-connection.js';
 import type { UpstreamRequest } from './upstream-transport.js';
 
 /**
- * Passthrough downloads from http:// upstreams without a fresh Buffer per read. Node allocates one per
- * socket read and V8 collects them only after ~64 MB of such memory: a first 100 MB download raised RSS
- * by 47-68 MB through got or undici. Here one 64 KiB buffer per connection is read into (net.Socket's
- * `onread`), each body slice is written to the client, and reading resumes only when that write has
- * flushed, so the buffer is never overwritten while the client side still holds it.
+ * Passthrough downloads from http:// upstreams with flat memory and few copies. The connection
+ * (upstream-connection.ts) reads into two buffers of its own; each body slice is written to the client
+ * straight from them, and a buffer is read into again only once its write has flushed. Connections come
+ * from a keep-alive pool and go back to it only after an answer that was framed by length or chunks, read
+ * to its exact end, from an HTTP/1.1 upstream that did not say `Connection: close`; any doubt closes them.
  */
-const READ_BUFFER_BYTES = 64 * 1024;
 const MAX_HEAD_BYTES = 64 * 1024;
 
 export interface PassthroughHead {
@@ -27,20 +27,40 @@ export interface PassthroughHead {
   discard(): void;
 }
 
-/** Where net.connect wants an address: an IPv6 literal without the brackets of its URL form. */
-const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
+/** A kept connection the upstream had closed (or reset) before it answered a single byte: worth one fresh try. */
+class StaleConnection extends Error {}
 
-export function passthroughRequest(request: UpstreamRequest): Promise<PassthroughHead> {
+export async function passthroughRequest(request: UpstreamRequest, pool: ConnectionPool): Promise<PassthroughHead> {
   const url = new URL(request.url);
-  const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  const { connection, reused } = pool.acquire(url);
+  try {
+    return await exchange(request, url, pool, connection, reused);
+  } catch (err) {
+    if (!(err instanceof StaleConnection)) throw err;
+    return exchange(request, url, pool, new UpstreamConnection(url), false);
+  }
+}
+
+function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, connection: UpstreamConnection, reused: boolean): Promise<PassthroughHead> {
+  const socket = connection.socket;
+  /** Head bytes kept across reads (copied: the read buffers are reused), interim (1xx) answers included. */
   let head: Buffer | undefined = Buffer.alloc(0);
-  /** Head bytes read so far, interim (1xx) answers included. */
   let headBytes = 0;
-  let pending: Buffer | undefined;
-  let sink: ((slices: Buffer[], done: boolean) => void) | undefined;
+  let received = 0;
+  /** Body bytes read with the head, still in a read buffer until the body writer starts. */
+  let pending: { data: Buffer; done: () => void } | undefined;
+  let out: Writable | undefined;
   let framing: Framing = { kind: 'close' };
+  let keepAlive = false;
   let remaining = 0;
   const chunked = chunkDecoder();
+  /** Writes to the client not yet flushed. */
+  let writing = 0;
+  /** The body was read to its framed end, and not a byte more. */
+  let complete = false;
+  let clean = true;
+  /** A close-delimited body ended (the upstream closed). */
+  let upstreamEnded = false;
   let finished = false;
   /** The first error; whoever waits now (head, then body) hears it, and so does a body writer that starts later. */
   let failed: Error | undefined;
@@ -49,138 +69,172 @@ export function passthroughRequest(request: UpstreamRequest): Promise<Passthroug
     failed ??= err;
     reject(failed);
   };
+  let finishBody: () => void = () => undefined;
+
+  let clientGone = false;
+  // whenClientGone, not the signal: the signal is made on first read, and costs an AbortController per request.
+  const stopWatching = request.whenClientGone(() => {
+    clientGone = true;
+    socket.destroy(upstreamFailure('ERR_ABORTED', 'the client went away'));
+  });
+  socket.setTimeout(request.timeoutMs);
 
   return new Promise((resolveHead, rejectHead) => {
-    reject = rejectHead;
-    const socket = net.connect({
-      host: hostOf(url),
-      port: Number(url.port || 80),
-      onread: {
-        buffer: readBuffer,
-        callback: (bytes: number, buffer: Uint8Array) => {
-          const data = Buffer.from(buffer.buffer, buffer.byteOffset, bytes);
-          if (!head) return deliver(data);
-          try {
-            return readHead(data);
-          } catch (err) {
-            socket.destroy(err as Error);
-            return false;
-          }
-        },
+    reject = (err) => {
+      const stale = reused && received === 0 && !clientGone && ['ECONNRESET', 'EPIPE', 'ECONNABORTED'].includes((err as { code?: string }).code ?? '');
+      rejectHead(stale ? new StaleConnection(err.message, { cause: err }) : err);
+    };
+    connection.user = {
+      onData(data, done) {
+        received += data.length;
+        if (!head) return deliver(data, done);
+        try {
+          return readHead(data, done);
+        } catch (err) {
+          done();
+          socket.destroy(err as Error);
+          return false;
+        }
       },
-    });
-    const abort = () => socket.destroy(upstreamFailure('ERR_ABORTED', 'the client went away'));
-    request.signal.addEventListener('abort', abort, { once: true });
-    socket.setTimeout(request.timeoutMs, () => socket.destroy(upstreamFailure('ETIMEDOUT', `no data for ${request.timeoutMs} ms`)));
-    socket.on('error', (err) => fail(err));
-    socket.on('close', () => {
-      request.signal.removeEventListener('abort', abort);
-      if (finished) return;
-      // A close-delimited body ends here, once whatever was read before has been written.
-      if (!head && framing.kind === 'close') {
-        if (sink && !pending) finish();
-        return;
-      }
-      fail(upstreamFailure('ECONNRESET', 'the upstream closed the connection before the end of the answer'));
-    });
+      onError: fail,
+      onClose() {
+        stopWatching();
+        if (finished) return;
+        // A close-delimited body ends here, once whatever was read before has been written.
+        if (!head && framing.kind === 'close') {
+          upstreamEnded = true;
+          if (out && !pending && writing === 0) finish();
+          return;
+        }
+        fail(upstreamFailure('ECONNRESET', 'the upstream closed the connection before the end of the answer'));
+      },
+      onTimeout: () => socket.destroy(upstreamFailure('ETIMEDOUT', `no data for ${request.timeoutMs} ms`)),
+    };
     const path = `${url.pathname}${url.search}`;
-    const lines = [`POST ${path} HTTP/1.1`, `Host: ${url.host}`, 'Connection: close', `Content-Length: ${Buffer.byteLength(request.body)}`];
+    const lines = [`POST ${path} HTTP/1.1`, `Host: ${url.host}`, `Content-Length: ${Buffer.byteLength(request.body)}`];
     for (const [name, value] of Object.entries(request.headers)) lines.push(`${name}: ${value}`);
     socket.write(`${lines.join('\r\n')}\r\n\r\n${request.body}`);
+    connection.read();
 
     /** Collects the head; interim answers (100 Continue, 103 Early Hints) are read past, the final one resolves. */
-    function readHead(data: Buffer): boolean {
-      head = Buffer.concat([head!, data]);
+    function readHead(data: Buffer, done: () => void): boolean {
+      // Mostly the whole head comes in the first read and is parsed in place.
+      let bytes = head!.length === 0 ? data : Buffer.concat([head!, data]);
       headBytes += data.length;
       for (;;) {
-        const end = head.indexOf('\r\n\r\n');
-        if (bareLineFeed(end < 0 ? head : head.subarray(0, end)) >= 0) throw badResponse('the upstream sent a bare LF in its header');
+        const end = bytes.indexOf('\r\n\r\n');
+        if (bareLineFeed(end < 0 ? bytes : bytes.subarray(0, end)) >= 0) throw badResponse('the upstream sent a bare LF in its header');
         if (end < 0) {
           if (headBytes > MAX_HEAD_BYTES) throw upstreamFailure('ERR_HEAD_TOO_LARGE', 'the upstream sent an oversized header');
+          head = Buffer.from(bytes);
+          done();
           return true;
         }
-        const parsed = parseHead(head.subarray(0, end).toString('latin1'));
-        const rest = head.subarray(end + 4);
+        const parsed = parseHead(bytes.subarray(0, end).toString('latin1'));
+        const rest = bytes.subarray(end + 4);
         if (parsed.status === 101) throw badResponse('the upstream switched protocols unasked');
         if (parsed.status < 200) {
-          head = rest;
+          bytes = rest;
           continue;
         }
         head = undefined;
         framing = parsed.framing;
+        keepAlive = parsed.keepAlive;
         if (framing.kind === 'length') remaining = framing.length;
-        if (rest.length > 0) pending = Buffer.from(rest);
+        // Body bytes that came with the head wait in their read buffer (no copy) until the body writer starts.
+        if (rest.length > 0) pending = { data: rest, done };
+        else done();
         resolveHead({
           status: parsed.status,
           headers: parsed.headers,
           contentLength: framing.kind === 'length' && parsed.status !== 204 && parsed.status !== 304 ? framing.length : undefined,
           discard: () => {
             finished = true;
+            stopWatching();
             socket.destroy();
           },
-          writeBody: (out) => streamBody(out),
+          writeBody: (target) => streamBody(target),
         });
         return false;
       }
     }
 
-    function streamBody(out: Writable): Promise<void> {
+    function streamBody(target: Writable): Promise<void> {
       return new Promise<void>((resolveBody, rejectBody) => {
         reject = rejectBody;
         if (failed) return rejectBody(failed);
         finishBody = resolveBody;
-        const next = () => (socket.destroyed ? finish() : socket.resume());
-        sink = (slices, done) => {
-          const last = slices.length - 1;
-          if (last < 0) {
-            if (done) finish();
-            else next();
-            return;
-          }
-          out.cork();
-          slices.forEach((slice, index) =>
-            out.write(slice, index === last ? (err) => (err ? fail(err) : done ? finish() : next()) : undefined),
-          );
-          process.nextTick(() => out.uncork());
-        };
-        if (framing.kind === 'length' && remaining === 0) return finish();
+        out = target;
         if (pending) {
-          const first = pending;
+          const { data, done } = pending;
           pending = undefined;
-          deliver(first);
+          if (deliver(data, done)) connection.read();
+        } else if (framing.kind === 'length' && remaining === 0) {
+          complete = true;
+          finish();
+        } else if (upstreamEnded) {
+          finish();
         } else {
-          next();
+          connection.read();
         }
       });
     }
 
-    function deliver(data: Buffer): boolean {
+    /** Writes the body slices of one read to the client; true while more is to be read. */
+    function deliver(data: Buffer, done: () => void): boolean {
       let slices: Buffer[];
-      let done = false;
+      let extra = 0;
       if (framing.kind === 'chunked') {
         try {
-          ({ slices, done } = chunked(data));
+          ({ slices, done: complete, rest: extra } = chunked(data));
         } catch (err) {
+          done();
           socket.destroy(err as Error);
           return false;
         }
       } else if (framing.kind === 'length') {
         const take = Math.min(remaining, data.length);
-        slices = [data.subarray(0, take)];
+        slices = take > 0 ? [data.subarray(0, take)] : [];
         remaining -= take;
-        done = remaining === 0;
+        extra = data.length - take;
+        complete = remaining === 0;
       } else {
         slices = [data];
       }
-      sink!(slices, done);
-      return false;
+      // Bytes past the end are a second answer nobody asked for: never forwarded, and the connection is not reused.
+      if (extra > 0) clean = false;
+      write(slices, done, complete);
+      return !complete;
     }
 
-    let finishBody: () => void = () => undefined;
+    function write(slices: Buffer[], done: () => void, last: boolean): void {
+      if (slices.length === 0) {
+        done();
+        if (last) finish();
+        return;
+      }
+      writing++;
+      const flushed = (err?: Error | null) => {
+        writing--;
+        done();
+        if (err) return fail(err);
+        if (last || (upstreamEnded && writing === 0)) finish();
+      };
+      if (slices.length === 1) {
+        out!.write(slices[0], flushed);
+        return;
+      }
+      out!.cork();
+      slices.forEach((slice, index) => out!.write(slice, index === slices.length - 1 ? flushed : undefined));
+      out!.uncork();
+    }
+
     function finish(): void {
       if (finished) return;
       finished = true;
-      socket.destroy();
+      stopWatching();
+      if (complete && clean && keepAlive && framing.kind !== 'close' && writing === 0) pool.release(url, connection);
+      else socket.destroy();
       finishBody();
     }
   });

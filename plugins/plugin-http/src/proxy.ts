@@ -1,4 +1,5 @@
 import { GatewayError, jsonText, StreamedResponse, type EndpointCall, type JsonText } from '@tkgate/core';
+import type { ConnectionPool } from './connection-pool.js';
 import type { HttpConfig } from './http-config.js';
 import { passthroughRequest } from './passthrough-reader.js';
 import { CONTENT_LENGTH } from './response-head.js';
@@ -38,7 +39,7 @@ export type Release = () => void;
  * nothing of the client's credentials (no Authorization, no Cookie: the client's headers are not forwarded).
  * `release` is called once the upstream exchange is over: at once for JSON, when the stream ends for passthrough.
  */
-export async function proxy(transport: UpstreamTransport, call: EndpointCall<HttpConfig>, release: Release): Promise<unknown> {
+export async function proxy(transport: UpstreamTransport, pool: ConnectionPool, call: EndpointCall<HttpConfig>, release: Release): Promise<unknown> {
   const { upstream } = call.config;
   const request: UpstreamRequest = {
     url: upstream.url,
@@ -54,7 +55,7 @@ export async function proxy(transport: UpstreamTransport, call: EndpointCall<Htt
   let streaming = false;
   try {
     if (upstream.passthrough && upstream.url.startsWith('http:')) {
-      const response = await passthroughWithoutCopies(request, release);
+      const response = await passthroughWithoutCopies(request, pool, release);
       streaming = true;
       return response;
     }
@@ -76,11 +77,11 @@ export async function proxy(transport: UpstreamTransport, call: EndpointCall<Htt
   }
 }
 
-/** http:// passthrough through the reader that reuses one buffer (passthrough-reader.ts). */
-async function passthroughWithoutCopies(request: UpstreamRequest, release: Release): Promise<StreamedResponse> {
+/** http:// passthrough through the reader that reuses its buffers and keep-alive connections (passthrough-reader.ts). */
+async function passthroughWithoutCopies(request: UpstreamRequest, pool: ConnectionPool, release: Release): Promise<StreamedResponse> {
   let head;
   try {
-    head = await passthroughRequest(request);
+    head = await passthroughRequest(request, pool);
   } catch (err) {
     throw upstreamError(classify(err), err);
   }

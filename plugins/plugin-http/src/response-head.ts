@@ -10,12 +10,14 @@ export interface ResponseHead {
   /** Lower-case names; a repeated field's values joined with ", ". */
   headers: Record<string, string>;
   framing: Framing;
+  /** HTTP/1.1 without `Connection: close`: the connection may carry another exchange once this one is fully read. */
+  keepAlive: boolean;
 }
 
 /** How the body ends (RFC 9112 section 6.3): after `length` bytes, after the last chunk, or when the connection closes. */
 export type Framing = { kind: 'length'; length: number } | { kind: 'chunked' } | { kind: 'close' };
 
-const STATUS_LINE = /^HTTP\/1\.[01] ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
 const FIELD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[\t ]*([\t\x20-\x7e\x80-\xff]*?)[\t ]*$/;
 /** Longer lengths than 15 digits are beyond anything a gateway streams, and beyond exact arithmetic. */
 export const CONTENT_LENGTH = /^\d{1,15}$/;
@@ -31,7 +33,8 @@ export function bareLineFeed(bytes: Buffer): number {
 /** Parses a head (without its final CRLF CRLF). Throws a bad-response failure on anything malformed or ambiguous. */
 export function parseHead(text: string): ResponseHead {
   const [statusLine, ...fieldLines] = text.split('\r\n');
-  const status = Number(STATUS_LINE.exec(statusLine!)?.[1]);
+  const statusMatch = STATUS_LINE.exec(statusLine!);
+  const status = Number(statusMatch?.[2]);
   if (!status) throw badResponse('the upstream did not answer with an HTTP/1.1 status line');
   const headers: Record<string, string> = {};
   for (const line of fieldLines) {
@@ -40,7 +43,8 @@ export function parseHead(text: string): ResponseHead {
     const name = field[1]!.toLowerCase();
     headers[name] = headers[name] === undefined ? field[2]! : `${headers[name]}, ${field[2]}`;
   }
-  return { status, headers, framing: framingOf(status, headers) };
+  const closes = (headers.connection ?? '').split(',').some((token) => token.trim().toLowerCase() === 'close');
+  return { status, headers, framing: framingOf(status, headers), keepAlive: statusMatch![1] === '1' && !closes };
 }
 
 /** RFC 9112 section 6.3, for an answer to a POST; ambiguous or invalid framing is refused (points 3 to 5). */
