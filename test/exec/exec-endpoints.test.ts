@@ -180,7 +180,7 @@ for (const dialect of dialects) {
 
     it('replaces a spawn helper that dies, failing only the runs it held', async () => {
       const { execFileSync } = await import('node:child_process');
-      const helpers = execFileSync('pgrep', ['-f', `spawn-helper\\.js ${s.gateway.child.pid}$`]).toString().trim().split('\n').map(Number);
+      const helpers = execFileSync('pgrep', ['-f', `spawn-helper(\\.js)? ${s.gateway.child.pid}$`]).toString().trim().split('\n').map(Number);
       expect(helpers.length).to.be.at.least(1);
       for (const pid of helpers) process.kill(pid, 'SIGKILL');
       await sleep(300);

@@ -50,7 +50,7 @@ describe(`exec spawn helpers (${dialects[0]!.name})`, () => {
   const client = async () => toolkitClient(s.gateway.base, await s.login('yara'));
   /** This gateway's helpers (other gateways on the machine have their own). */
   const helperPids = () => {
-    const found = execFileSync('pgrep', ['-f', `spawn-helper\\.js ${s.gateway.child.pid}$`]).toString().trim();
+    const found = execFileSync('pgrep', ['-f', `spawn-helper(\\.js)? ${s.gateway.child.pid}$`]).toString().trim();
     return found.split('\n').map(Number);
   };
 
