@@ -6,9 +6,9 @@ import { runCli } from '../support/cli.js';
 import { dialects } from '../support/databases.js';
 import { alive, scriptWriter } from '../support/executables.js';
 import { eventually } from '../support/eventually.js';
-import { sleep } from '../support/fixtures.js';
-import { writeConfig } from '../support/gateway-process.js';
-import { toolkitClient } from '../support/http.js';
+import { passwordOf, sleep } from '../support/fixtures.js';
+import { startGateway, writeConfig } from '../support/gateway-process.js';
+import { loginToken, toolkitClient } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
 import { withDatabase, withGateway } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
@@ -109,6 +109,22 @@ for (const spawner of ['native', 'node'] as const) {
       expect(alive(second)).to.equal(false);
       expect((await c.get('helpers', 'text')).body.data).to.deep.equal({ output: 'fine\n' });
       expect(s.gateway.logs.filter((record) => record.msg === 'exec spawn helper exited; starting another').length).to.be.at.least(2);
+    });
+
+    it('ends every command and its helpers when the gateway dies (SIGKILL: no goodbye)', async () => {
+      rmSync(pidFile, { force: true });
+      const gateway = await startGateway({
+        config: { db: s.bed.dbConfig, toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false }, plugin_options: { '@tkgate/plugin-exec': { spawner } } },
+      });
+      const c = toolkitClient(gateway.base, await loginToken(gateway.base, 'yara', passwordOf('yara')));
+      const running = c.get('helpers', 'group').catch(() => undefined);
+      await eventually('the command started', () => existsSync(pidFile));
+      const sleeper = Number(readFileSync(pidFile, 'utf8'));
+      const ownHelpers = execFileSync('pgrep', ['-f', `${HELPER_COMMAND[spawner]} ${gateway.child.pid}$`]).toString().trim().split('\n').map(Number);
+      await gateway.stop('SIGKILL');
+      await running;
+      await eventually('the command group killed', () => !alive(sleeper));
+      await eventually('the helpers exited', () => ownHelpers.every((pid) => !alive(pid)));
     });
   });
 }

@@ -37,7 +37,9 @@ export class SpawnPool {
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
     while (this.helpers.length < this.size) this.helpers.push(this.startHelper());
     const helper = this.helpers.reduce((best, candidate) => (candidate.runs.size < best.runs.size ? candidate : best));
-    const id = this.nextId++;
+    const id = this.nextId;
+    // Ids are u32 in the native helper's frames; one that wraps after 4 billion runs is long finished.
+    this.nextId = (this.nextId % 0xffff_ffff) + 1;
     const { signal, onStart: _onStart, ...rest } = spec;
     return new Promise((resolve) => {
       const onAbort = () => this.send(helper, { type: 'abort', id });
