@@ -107,6 +107,39 @@ static void write_all(const void *buf, size_t len)
 	}
 }
 
+/*
+ * Replies wait in a buffer until the loop is about to sleep in poll(): the STARTED and DONE frames of all
+ * that one turn handled leave in one write, so the gateway wakes once for them, not once per frame.
+ */
+static char *outq;
+static size_t outq_len, outq_cap;
+
+static void flush_replies(void)
+{
+	write_all(outq, outq_len);
+	outq_len = 0;
+}
+
+static void queue_reply(const void *buf, size_t len)
+{
+	if (len >= CHUNK) { /* a large stdout is written as it is, not copied once more */
+		flush_replies();
+		write_all(buf, len);
+		return;
+	}
+	if (outq_cap - outq_len < len) {
+		size_t cap = outq_cap ? outq_cap : CHUNK;
+		while (cap - outq_len < len)
+			cap *= 2;
+		char *grown = realloc(outq, cap);
+		if (!grown)
+			shutdown_all(1);
+		outq = grown, outq_cap = cap;
+	}
+	memcpy(outq + outq_len, buf, len);
+	outq_len += len;
+}
+
 static void put_u32(char *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
@@ -126,7 +159,7 @@ static void send_small(uint8_t type, uint32_t id, uint32_t value)
 	f[4] = (char)type;
 	put_u32(f + 5, id);
 	put_u32(f + 9, value);
-	write_all(f, sizeof f);
+	queue_reply(f, sizeof f);
 }
 
 static void send_done(uint32_t id, int reason, int exit_code, int sig, const char *out, size_t out_len,
@@ -140,16 +173,16 @@ static void send_done(uint32_t id, int reason, int exit_code, int sig, const cha
 	head[9] = (char)reason;
 	put_u32(head + 10, (uint32_t)exit_code);
 	put_u32(head + 14, (uint32_t)sig);
-	write_all(head, sizeof head);
+	queue_reply(head, sizeof head);
 	put_u32(len, (uint32_t)out_len);
-	write_all(len, 4);
-	write_all(out, out_len);
+	queue_reply(len, 4);
+	queue_reply(out, out_len);
 	put_u32(len, (uint32_t)err_len);
-	write_all(len, 4);
-	write_all(err, err_len);
+	queue_reply(len, 4);
+	queue_reply(err, err_len);
 	put_u32(len, (uint32_t)cause_len);
-	write_all(len, 4);
-	write_all(cause, cause_len);
+	queue_reply(len, 4);
+	queue_reply(cause, cause_len);
 }
 
 static void close_fd(int *fd)
@@ -591,6 +624,7 @@ int main(void)
 			if (r->in_fd >= 0)
 				owner[nfds] = r, fds[nfds++] = (struct pollfd){ .fd = r->in_fd, .events = POLLOUT };
 		}
+		flush_replies();
 		int ready = poll(fds, (nfds_t)nfds, wait > INT32_MAX ? INT32_MAX : (int)wait);
 		if (ready < 0) {
 			if (errno == EINTR)
