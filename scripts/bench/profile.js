@@ -95,7 +95,7 @@ try {
 }
 if (profiling) {
   const profile = JSON.parse(readFileSync(path.join(profileDir, readdirSync(profileDir)[0]), 'utf8'));
-  process.stdout.write(`\nself time by function (whole run, start-up included):\n${selfTime(profile, functionOf, 30).join('\n')}\n`);
+  process.stdout.write(`\nself time by function (whole run, start-up included):\n${selfTime(profile, functionOf, 70).join('\n')}\n`);
   process.stdout.write(`\ntotal time by function (the function and what it calls):\n${totalTime(profile, functionOf, 60).join('\n')}\n`);
   process.stdout.write(`\nself time by package:\n${selfTime(profile, packageOf, 20).join('\n')}\n`);
 }

@@ -74,7 +74,7 @@ for (const dialect of dialects) {
     });
 
     const refusals: Array<[string, () => string[], RegExp, Record<string, unknown>?]> = [
-      ['another plugin API version', () => [pluginFile("export default { name: 'old', apiVersion: 99, register() {} };")], /\(old\) needs plugin API 99; this tkgate has plugin API 1\.1/],
+      ['another plugin API version', () => [pluginFile("export default { name: 'old', apiVersion: 99, register() {} };")], /\(old\) needs plugin API 99; this tkgate has plugin API 1\.2/],
       ['a malformed default export', () => [pluginFile('export default { hello: 1 };')], /is malformed: its default export must be \{ name, apiVersion, register\(api\) \}/],
       ['a module that does not exist', () => ['tkgate-plugin-that-does-not-exist'], /plugin tkgate-plugin-that-does-not-exist cannot be loaded/],
       ['a type registered twice', () => ['@tkgate/plugin-internal', '@tkgate/plugin-internal'], /endpoint type internal is already registered/],

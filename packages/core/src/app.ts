@@ -34,8 +34,8 @@ export function createApp(services: AppServices): Koa<GatewayState> {
   if (corsHeaders) app.use(corsHeaders);
   app.use(healthRoutes(services.db, services.readiness, log));
   app.use(errorEnvelope(log));
-  app.use(authRoutes(services).routes());
-  app.use(toolkitRoutes(services).routes());
+  app.use(toolkitRoutes(services));
+  app.use(authRoutes(services));
   app.use(openApiRoutes(services).routes());
   app.use(noSuchRoute);
   return app;

@@ -62,6 +62,8 @@ export { DatabaseSchema, unreadable, CORE_TABLES } from './toolkits/database-sch
 export { NOT_CONVERTIBLE } from './toolkits/column-types.js';
 export type { ColumnType, ColumnKind } from './toolkits/column-types.js';
 export { jsonDepthExceeds } from './json/json-limits.js';
+export { jsonText, isJsonText } from './json/json-text.js';
+export type { JsonText, JsonTextProblem } from './json/json-text.js';
 /** zod, for plugin config schemas (any Standard Schema library works too). */
 export { z } from 'zod';
 export { durationMs } from './plugins/config-schemas.js';

@@ -17,7 +17,7 @@ export const ERROR_CODES = {
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-http',
-  apiVersion: '^1.1',
+  apiVersion: '^1.2',
   async register(api) {
     api.declareErrors(ERROR_CODES);
     const options = await api.readOptions(optionsSchema);
@@ -27,7 +27,11 @@ const plugin: TkgatePlugin = {
     const httpType: EndpointType<HttpConfig> = {
       type: 'http',
       configSchema: httpConfigSchema,
-      execute: async (call) => proxy(transport, call, await gates.of(call.endpoint.key, call.config).enter(call.signal)),
+      execute: async (call) => {
+        // The gate's place at once when one is free: the client's AbortSignal is made only to wait in its queue.
+        const gate = gates.of(call.endpoint.key, call.config);
+        return proxy(transport, call, gate.tryEnter() ?? (await gate.enter(call.signal)));
+      },
       describeResponse: describeHttpResponse,
     };
     api.registerEndpointType(httpType);

@@ -1,9 +1,9 @@
-import { GatewayError, jsonDepthExceeds, StreamedResponse, type EndpointCall } from '@tkgate/core';
+import { GatewayError, jsonText, StreamedResponse, type EndpointCall, type JsonText } from '@tkgate/core';
 import type { HttpConfig } from './http-config.js';
 import { passthroughRequest } from './passthrough-reader.js';
 import { CONTENT_LENGTH } from './response-head.js';
 import { BAD_RESPONSE } from './upstream-failure.js';
-import type { UpstreamRequest, UpstreamResponse, UpstreamTransport } from './upstream-transport.js';
+import type { UpstreamAnswer, UpstreamRequest, UpstreamResponse, UpstreamTransport } from './upstream-transport.js';
 
 /** Upstream response headers a passthrough answer carries (SPEC: type and disposition; the length apart). */
 const PASSTHROUGH_HEADERS = ['content-type', 'content-disposition'];
@@ -46,7 +46,10 @@ export async function proxy(transport: UpstreamTransport, call: EndpointCall<Htt
     body: JSON.stringify(call.context),
     timeoutMs: upstream.timeout,
     streamed: upstream.passthrough,
-    signal: call.signal,
+    get signal() {
+      return call.signal;
+    },
+    whenClientGone: call.onClientGone,
   };
   let streaming = false;
   try {
@@ -55,6 +58,7 @@ export async function proxy(transport: UpstreamTransport, call: EndpointCall<Htt
       streaming = true;
       return response;
     }
+    if (!upstream.passthrough) return checkedJson(await fetchWhole(transport, request, upstream.max_response_bytes));
     let response: UpstreamResponse;
     try {
       response = await transport.post(request);
@@ -65,7 +69,6 @@ export async function proxy(transport: UpstreamTransport, call: EndpointCall<Htt
       response.body.destroy();
       throw upstreamError('status', new Error(`upstream answered ${response.status}`), response.status);
     }
-    if (!upstream.passthrough) return await readJson(response, upstream.max_response_bytes);
     streaming = true;
     return passthrough(response, release);
   } finally {
@@ -112,32 +115,26 @@ function passthrough(response: UpstreamResponse, release: Release): StreamedResp
   return new StreamedResponse(response.body, passthroughHeaders(response.headers, exact), response.status);
 }
 
-async function readJson(response: UpstreamResponse, maxBytes: number): Promise<unknown> {
-  const declared = Number(response.headers['content-length']);
-  if (declared > maxBytes) {
-    response.body.destroy();
-    throw upstreamError('too_large', new Error(`upstream declared ${declared} bytes, over ${maxBytes}`), response.status);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
+/** The upstream's whole 2xx answer, or the 502 that says why there is none. */
+async function fetchWhole(transport: UpstreamTransport, request: UpstreamRequest, maxBytes: number): Promise<UpstreamAnswer> {
+  let answer: UpstreamAnswer;
   try {
-    for await (const chunk of response.body) {
-      size += (chunk as Buffer).length;
-      if (size > maxBytes) {
-        response.body.destroy();
-        throw Object.assign(new Error(`upstream body over ${maxBytes} bytes`), { code: 'ERR_BODY_TOO_LARGE' });
-      }
-      chunks.push(chunk as Buffer);
-    }
+    answer = await transport.fetchWhole(request, maxBytes);
   } catch (err) {
-    throw upstreamError(classify(err), err, response.status);
+    throw upstreamError(classify(err), err, (err as { upstreamStatus?: number }).upstreamStatus);
   }
-  const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)).toString('utf8');
-  if (text.trim() === '') return null;
-  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) throw upstreamError('too_deep', new Error(`upstream JSON nested deeper than ${MAX_JSON_DEPTH}`), response.status);
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw upstreamError('invalid_json', err, response.status);
-  }
+  if (answer.status < 200 || answer.status > 299) throw upstreamError('status', new Error(`upstream answered ${answer.status}`), answer.status);
+  return answer;
 }
+
+/** An empty or blank body is null; anything else must be one JSON value, passed on as checked text (never parsed). */
+function checkedJson({ body, status }: UpstreamAnswer): JsonText | null {
+  const text = body.toString('utf8');
+  if (BLANK.test(text)) return null;
+  const checked = jsonText(text, MAX_JSON_DEPTH);
+  if (checked === 'too_deep') throw upstreamError('too_deep', new Error(`upstream JSON nested deeper than ${MAX_JSON_DEPTH}`), status);
+  if (checked === 'invalid_json') throw upstreamError('invalid_json', new Error('upstream answer is not JSON'), status);
+  return checked;
+}
+
+const BLANK = /^\s*$/;

@@ -1,21 +1,20 @@
 import { forbidden, invalidPayload, notFound } from '../errors.js';
-import type { GatewayMiddleware } from '../http/context.js';
+import type { PipelineStep } from '../pipeline/pipeline-step.js';
 import { sendData } from '../http/envelope.js';
 import type { AuthServices } from './auth-services.js';
 import { requireFields } from './body-fields.js';
 
 /** Checked before the body is read: a caller without the power learns nothing from validation errors. */
-export function requireAdminPower({ config }: AuthServices): GatewayMiddleware {
-  return async (ctx, next) => {
+export function requireAdminPower({ config }: AuthServices): PipelineStep {
+  return (ctx) => {
     if (ctx.state.caller!.power < config.auth.admin_power) {
       throw forbidden(`clear-sessions needs power ${config.auth.admin_power}`);
     }
-    await next();
   };
 }
 
 /** POST {base}/auth/clear-sessions: ends every session of one user, named by `username` or `user_id`. */
-export function clearSessions({ sessions, users, log }: AuthServices): GatewayMiddleware {
+export function clearSessions({ sessions, users, log }: AuthServices): PipelineStep {
   return async (ctx) => {
     const body = ctx.request.body as Record<string, unknown>;
     requireFields(body, { username: { kind: 'string', maxLength: 64 }, user_id: { kind: 'integer' } }, []);

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { describeDatabaseError, unavailableWhenRefused } from '../db/database-errors.js';
 import { GatewayError, rateLimited } from '../errors.js';
-import type { GatewayMiddleware } from '../http/context.js';
+import type { PipelineStep } from '../pipeline/pipeline-step.js';
 import { clientAddress } from '../http/client-address.js';
 import { sendData } from '../http/envelope.js';
 import type { Logger } from '../log.js';
@@ -35,11 +35,11 @@ function busyReporter(log: Logger): () => void {
 const RESULT_OF_REFUSAL: Record<string, LoginResult> = { invalid_credentials: 'invalid', rate_limited: 'rate_limited', busy: 'busy' };
 
 /** POST {base}/auth/login, counted by result. */
-export function login(services: AuthServices): GatewayMiddleware {
+export function login(services: AuthServices): PipelineStep {
   const attempt = loginAttempt(services);
-  return async (ctx, next) => {
+  return async (ctx) => {
     try {
-      await attempt(ctx, next);
+      await attempt(ctx);
     } catch (err) {
       const result = RESULT_OF_REFUSAL[(err as { code?: string }).code ?? ''];
       if (result) services.metrics.login(result);
@@ -50,7 +50,7 @@ export function login(services: AuthServices): GatewayMiddleware {
 }
 
 /** Unknown user, wrong password and disabled user cost the same and answer the same. */
-function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): GatewayMiddleware {
+function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): PipelineStep {
   const reportBusy = busyReporter(log);
   return async (ctx) => {
     const body = ctx.request.body as Record<string, unknown>;

@@ -1,10 +1,10 @@
-import type { GatewayMiddleware } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
+import type { PipelineStep } from '../pipeline/pipeline-step.js';
 import { isoTime } from './auth-services.js';
 
 /** GET {base}/auth/status: whether the session lives and until when; does not count as use. */
-export function status(): GatewayMiddleware {
-  return async (ctx) => {
+export function status(): PipelineStep {
+  return (ctx) => {
     const session = ctx.state.session!;
     const caller = ctx.state.caller!;
     sendData(ctx, {

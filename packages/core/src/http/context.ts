@@ -11,9 +11,12 @@ export interface GatewayState {
   route?: string;
   session?: Session;
   caller?: CallerRecord;
-  /** Toolkit pipeline, step by step (see pipeline/toolkit-pipeline.ts). */
+  /** Toolkit pipeline, step by step (see pipeline/toolkit-pipeline.ts): the URL's parts, then what they name. */
+  address?: { kind: string; toolkit: string; endpointPath: string };
   toolkit?: CompiledToolkit;
   endpoint?: CompiledEndpoint;
+  /** Ends the request's count on its endpoint version (step 2); called once its answer is out. */
+  leaveEndpoint?: () => void;
   payload?: Record<string, unknown>;
   dbContext?: Record<string, unknown>;
   toolkitGroup?: string | null;

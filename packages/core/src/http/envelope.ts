@@ -1,7 +1,16 @@
+import { isJsonText } from '../json/json-text.js';
 import type { GatewayContext } from './context.js';
 
-/** The success envelope of SPEC section 4: every non-passthrough answer goes through here. */
+/**
+ * The success envelope of SPEC section 4: every non-passthrough answer goes through here. Checked JSON
+ * text (an upstream's answer, see json-text.ts) is spliced in as it is, never parsed and serialised again.
+ */
 export function sendData(ctx: GatewayContext, data: unknown, status = 200): void {
   ctx.status = status;
+  if (isJsonText(data)) {
+    ctx.set('Content-Type', 'application/json; charset=utf-8');
+    ctx.body = `{"success":true,"request_id":${JSON.stringify(ctx.state.requestId)},"endpoint":${JSON.stringify(ctx.path)},"data":${data.text}}`;
+    return;
+  }
   ctx.body = { success: true, request_id: ctx.state.requestId, endpoint: ctx.path, data };
 }

@@ -6,6 +6,7 @@ import type { GatewayState } from '../http/context.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ToolkitRegistry, ToolkitSnapshot } from '../toolkits/toolkit-registry.js';
 import type { UserDirectory } from '../users/user-directory.js';
+import { stepAsMiddleware } from '../pipeline/pipeline-step.js';
 import { openApiDocument } from './openapi-document.js';
 
 export interface OpenApiServices {
@@ -48,7 +49,7 @@ function thresholdsOf(snapshot: ToolkitSnapshot): number[] {
 export function openApiRoutes(services: OpenApiServices): Router<GatewayState> {
   const router = new Router<GatewayState>({ prefix: services.config.server.base_url });
   const cache = new DocumentCache(services.config);
-  router.get('/openapi.json', authenticate(services.sessions, { countsAsUse: true }), async (ctx) => {
+  router.get('/openapi.json', stepAsMiddleware(authenticate(services.sessions, { countsAsUse: true })), async (ctx) => {
     ctx.body = cache.documentFor(services.registry.snapshot, ctx.state.caller!.power);
     ctx.type = 'application/json';
   });

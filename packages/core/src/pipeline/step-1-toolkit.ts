@@ -1,19 +1,18 @@
 import { notFound } from '../errors.js';
-import type { GatewayMiddleware } from '../http/context.js';
 import type { ToolkitRegistry } from '../toolkits/toolkit-registry.js';
+import type { PipelineStep } from './pipeline-step.js';
 
 /**
  * Step 1: the toolkit exists and is enabled, else 404 toolkit_not_found. The request keeps this
  * toolkit object to the end, so a reload meanwhile does not change what it runs.
  */
-export function toolkitStep(registry: ToolkitRegistry): GatewayMiddleware {
-  return async (ctx, next) => {
-    const { kind, toolkit: name } = ctx.params as { kind: string; toolkit: string };
+export function toolkitStep(registry: ToolkitRegistry): PipelineStep {
+  return (ctx) => {
+    const { kind, toolkit: name } = ctx.state.address!;
     const toolkit = registry.snapshot.get(name);
     if (!toolkit || toolkit.kind !== kind || !toolkit.enabled) {
       throw notFound('toolkit_not_found', `no enabled ${kind} toolkit named ${name}`);
     }
     ctx.state.toolkit = toolkit;
-    await next();
   };
 }

@@ -1,9 +1,9 @@
 import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import { GatewayError, invalidPayload } from '../errors.js';
-import type { GatewayMiddleware } from '../http/context.js';
 import { NOT_CONVERTIBLE } from '../toolkits/column-types.js';
 import type { DbContextEntry } from '../toolkits/db-context-entries.js';
+import type { PipelineStep } from './pipeline-step.js';
 
 /** Most rows a filtered inject_db_context entry returns. */
 export const MAX_FILTERED_ROWS = 1000;
@@ -14,7 +14,7 @@ export const MAX_FILTERED_ROWS = 1000;
  * to the filter column's type first. A failing query is 500 db_context_failed; a $payload field that is
  * absent, not a single value or not convertible to the column's type is 400.
  */
-export function dbContextStep(db: Database, reads: PreparedReads): GatewayMiddleware {
+export function dbContextStep(db: Database, reads: PreparedReads): PipelineStep {
   /** Each entry's query, prepared on first use; a reload makes new entries, so old ones just go. */
   const prepared = new WeakMap<DbContextEntry, PreparedRead>();
   const queryOf = (entry: DbContextEntry) => {
@@ -22,18 +22,25 @@ export function dbContextStep(db: Database, reads: PreparedReads): GatewayMiddle
     if (!read) prepared.set(entry, (read = prepareEntry(db, reads, entry)));
     return read;
   };
-  return async (ctx, next) => {
+  return (ctx) => {
     const { dbContext: entries } = ctx.state.endpoint!;
-    const filterValues = entries.map((entry) => (entry.filter ? filterValue(entry, ctx.state.payload!) : undefined));
     const dbContext: Record<string, unknown> = {};
-    try {
-      const values = await Promise.all(entries.map((entry, index) => fetchEntry(queryOf(entry), entry, ctx.state.caller!.id, filterValues[index])));
-      entries.forEach((entry, index) => (dbContext[entry.key] = values[index]));
-    } catch (err) {
-      throw new GatewayError(500, 'db_context_failed', 'the database context could not be fetched', { cause: err });
-    }
     ctx.state.dbContext = dbContext;
-    await next();
+    if (entries.length === 0) return;
+    const filterValues = entries.map((entry) => (entry.filter ? filterValue(entry, ctx.state.payload!) : undefined));
+    const failed = (err: unknown) => new GatewayError(500, 'db_context_failed', 'the database context could not be fetched', { cause: err });
+    let fetches;
+    try {
+      fetches = entries.map((entry, index) => fetchEntry(queryOf(entry), entry, ctx.state.caller!.id, filterValues[index]));
+    } catch (err) {
+      throw failed(err);
+    }
+    return Promise.all(fetches).then(
+      (values) => entries.forEach((entry, index) => (dbContext[entry.key] = values[index])),
+      (err: unknown) => {
+        throw failed(err);
+      },
+    );
   };
 }
 

@@ -1,12 +1,12 @@
 import type { Database } from '../db/connect.js';
 import type { PreparedReads } from '../db/prepared-reads.js';
-import type { GatewayMiddleware } from '../http/context.js';
+import type { PipelineStep } from './pipeline-step.js';
 
 /**
  * Step 6: the caller's group within this toolkit: their toolkit_overrides row, else their core group's
  * jde_associations row, else the toolkit's default_group, else null. One round trip, read fresh.
  */
-export function groupStep(db: Database, reads: PreparedReads): GatewayMiddleware {
+export function groupStep(db: Database, reads: PreparedReads): PipelineStep {
   const groups = reads.prepare((param) =>
     db.select({
       by_override: db('toolkit_overrides').where({ toolkit: param(0), user_id: param(1) }).select('toolkit_group').limit(1, { skipBinding: true }),
@@ -14,11 +14,12 @@ export function groupStep(db: Database, reads: PreparedReads): GatewayMiddleware
     }),
     { cached: true },
   );
-  return async (ctx, next) => {
+  return (ctx) => {
     const toolkit = ctx.state.toolkit!;
     const caller = ctx.state.caller!;
-    const [row] = (await groups.all([toolkit.name, caller.id, caller.core_group_id ?? -1])) as Array<{ by_override: string | null; by_association: string | null }>;
-    ctx.state.toolkitGroup = row?.by_override ?? row?.by_association ?? toolkit.defaultGroup;
-    await next();
+    return groups.all([toolkit.name, caller.id, caller.core_group_id ?? -1]).then((rows) => {
+      const row = rows[0] as { by_override: string | null; by_association: string | null } | undefined;
+      ctx.state.toolkitGroup = row?.by_override ?? row?.by_association ?? toolkit.defaultGroup;
+    });
   };
 }

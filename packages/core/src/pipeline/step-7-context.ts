@@ -1,7 +1,7 @@
-import type { GatewayMiddleware } from '../http/context.js';
+import type { PipelineStep } from './pipeline-step.js';
 
 /** Step 7: the request context of the seed's section 2.2, exactly these fields. */
-export const contextStep: GatewayMiddleware = async (ctx, next) => {
+export const contextStep: PipelineStep = (ctx) => {
   const caller = ctx.state.caller!;
   ctx.state.requestContext = {
     user_id: caller.id,
@@ -14,5 +14,4 @@ export const contextStep: GatewayMiddleware = async (ctx, next) => {
     payload: ctx.state.payload!,
     db_context: ctx.state.dbContext!,
   };
-  await next();
 };

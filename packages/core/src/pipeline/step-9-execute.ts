@@ -1,13 +1,14 @@
 import type { Database } from '../db/connect.js';
 import { asGatewayError, internalError } from '../errors.js';
 import { clientAddress } from '../http/client-address.js';
-import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
+import type { GatewayContext } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
 import { headersProblem } from '../http/header-rules.js';
 import { scopedLogger, type Logger } from '../log.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { RegisteredType } from '../plugins/endpoint-types.js';
 import { isReply, StreamedResponse, type EndpointCall, type EnvelopedReply } from '../plugins/plugin-api.js';
+import type { PipelineStep } from './pipeline-step.js';
 
 /** Request headers a plugin never sees: credentials of the client, and hop-by-hop headers. */
 const WITHHELD_HEADERS = new Set([
@@ -23,12 +24,23 @@ function forwardableHeaders(ctx: GatewayContext): Record<string, string> {
   return headers;
 }
 
+const NOTHING_TO_STOP = () => undefined;
+
+/** Runs `listener` once if the client closes the connection before the response is complete. */
+function watchClientGone(ctx: GatewayContext, listener: () => void): () => void {
+  if (ctx.res.destroyed || ctx.req.socket.destroyed) {
+    listener();
+    return NOTHING_TO_STOP;
+  }
+  const onClose = () => ctx.res.writableFinished || listener();
+  ctx.res.once('close', onClose);
+  return () => ctx.res.off('close', onClose);
+}
+
 /** Aborts when the client closes the connection before the response is complete. */
 function clientGone(ctx: GatewayContext): AbortSignal {
   const controller = new AbortController();
-  const abort = () => controller.abort(new Error('the client closed the connection'));
-  if (ctx.res.destroyed || ctx.req.socket.destroyed) abort();
-  else ctx.res.once('close', () => ctx.res.writableFinished || abort());
+  watchClientGone(ctx, () => controller.abort(new Error('the client closed the connection')));
   return controller.signal;
 }
 
@@ -64,6 +76,7 @@ function endpointCall(ctx: GatewayContext, s: ExecuteServices): EndpointCall<unk
     get signal() {
       return (signal ??= clientGone(ctx));
     },
+    onClientGone: (listener) => watchClientGone(ctx, listener),
     db: s.db,
     get log() {
       return (log ??= scopedLogger(s.log, { plugin: endpoint.type.plugin, request_id: ctx.state.requestId, toolkit: endpoint.toolkit, endpoint: endpoint.path }));
@@ -88,7 +101,7 @@ function sendReply(ctx: GatewayContext, answer: EnvelopedReply): void {
  * as `null`), with the status and headers of a `reply`; a StreamedResponse goes out as its own bytes and
  * headers; a thrown GatewayError keeps its status and code.
  */
-export function executeStep(s: ExecuteServices): GatewayMiddleware {
+export function executeStep(s: ExecuteServices): PipelineStep {
   const undeclared = new Set<string>();
   /** A code no one declared still reaches the client; the log says so once per plugin and code. */
   const noteUndeclared = (type: RegisteredType, thrown: unknown) => {

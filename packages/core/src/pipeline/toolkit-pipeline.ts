@@ -1,16 +1,16 @@
-import Router from '@koa/router';
 import { authenticate } from '../auth/authenticate.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Database } from '../db/connect.js';
 import type { PreparedReads } from '../db/prepared-reads.js';
-import type { GatewayMiddleware, GatewayState } from '../http/context.js';
+import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ToolkitRegistry } from '../toolkits/toolkit-registry.js';
 import type { UserDirectory } from '../users/user-directory.js';
+import { runSteps, type PipelineStep } from './pipeline-step.js';
 import { toolkitStep } from './step-1-toolkit.js';
-import { endpointPathOf, routeStep } from './step-2-route.js';
+import { leaveEndpoint, routeStep } from './step-2-route.js';
 import { permissionStep } from './step-3-permission.js';
 import { payloadFilterStep } from './step-4-payload-filter.js';
 import { dbContextStep } from './step-5-db-context.js';
@@ -31,12 +31,12 @@ export interface PipelineServices {
 }
 
 /** Every toolkit request, in order: 401 first, then the seed's nine steps. Reading this list is reading the flow. */
-export function toolkitPipeline(s: PipelineServices): GatewayMiddleware[] {
+export function toolkitPipeline(s: PipelineServices): PipelineStep[] {
   return [
-    nameRoute(s.registry, s.config.server.base_url), // the route template for logs and metrics, known before 401
-    authenticate(s.sessions, { countsAsUse: true }),
+    nameRoute(s.registry), //            the route template for logs and metrics, known before 401
+    authenticate(s.sessions, { countsAsUse: true }), //                        401 unauthorized
     toolkitStep(s.registry), //          1. toolkit exists and is enabled       404 toolkit_not_found
-    routeStep(s.config.server.base_url, s.registry.lifetimes), // 2. endpoint path and method   404 endpoint_not_found, 405
+    routeStep(s.registry.lifetimes), //  2. endpoint path and method            404 endpoint_not_found, 405
     permissionStep, //                   3. caller's power >= min_power         403 forbidden
     payloadFilterStep(s.config.server.max_body_bytes), // 4. client_filter     400 invalid_payload
     dbContextStep(s.db, s.reads), //     5. inject_db_context                   500 db_context_failed
@@ -48,20 +48,50 @@ export function toolkitPipeline(s: PipelineServices): GatewayMiddleware[] {
 }
 
 /** `tk/<kind>/<toolkit>/<endpoint path>` when the URL names a live endpoint; else the route stays `other`. */
-function nameRoute(registry: ToolkitRegistry, basePath: string): GatewayMiddleware {
-  return (ctx, next) => {
-    const toolkit = registry.snapshot.get((ctx.params as { toolkit: string }).toolkit);
-    if (toolkit && toolkit.kind === (ctx.params as { kind: string }).kind) {
-      const path = endpointPathOf(ctx, basePath, toolkit);
-      if (toolkit.routes.has(path)) ctx.state.route = `tk/${toolkit.kind}/${toolkit.name}/${path}`;
-    }
-    return next();
+function nameRoute(registry: ToolkitRegistry): PipelineStep {
+  return (ctx) => {
+    const { kind, toolkit: name, endpointPath } = ctx.state.address!;
+    const toolkit = registry.snapshot.get(name);
+    if (toolkit && toolkit.kind === kind && toolkit.routes.has(endpointPath)) ctx.state.route = `tk/${kind}/${name}/${endpointPath}`;
   };
 }
 
-/** {base}/tk/app/<toolkit>/<path> and {base}/tk/lib/<toolkit>/<path>. */
-export function toolkitRoutes(services: PipelineServices): Router<GatewayState> {
-  const router = new Router<GatewayState>({ prefix: `${services.config.server.base_url}/tk` });
-  router.all('/:kind/:toolkit{/*path}', ...toolkitPipeline(services));
-  return router;
+/**
+ * {base}/tk/<kind>/<toolkit>[/<endpoint path>]: the address, split once (the endpoint path without a
+ * trailing slash); undefined for any other path, which the next routes answer.
+ */
+function toolkitAddress(ctx: GatewayContext, prefix: string): GatewayContext['state']['address'] {
+  const path = ctx.path;
+  if (!path.startsWith(prefix)) return undefined;
+  const kindEnd = path.indexOf('/', prefix.length);
+  if (kindEnd <= prefix.length) return undefined;
+  const toolkitEnd = path.indexOf('/', kindEnd + 1);
+  const toolkit = toolkitEnd === -1 ? path.slice(kindEnd + 1) : path.slice(kindEnd + 1, toolkitEnd);
+  if (toolkit === '') return undefined;
+  const endpointPath = toolkitEnd === -1 ? '' : path.slice(toolkitEnd + 1).replace(/\/$/, '');
+  return { kind: path.slice(prefix.length, kindEnd), toolkit, endpointPath };
+}
+
+/**
+ * The toolkit routes as one middleware: a toolkit address runs the pipeline's steps (and nothing after
+ * them); any other path goes on to the next routes. Whichever way the pipeline ends, the request then
+ * leaves its endpoint version (step 2).
+ */
+export function toolkitRoutes(services: PipelineServices): GatewayMiddleware {
+  const prefix = `${services.config.server.base_url}/tk/`;
+  const run = runSteps(toolkitPipeline(services));
+  return (ctx, next) => {
+    const address = toolkitAddress(ctx, prefix);
+    if (!address) return next();
+    ctx.state.address = address;
+    let running;
+    try {
+      running = run(ctx);
+    } catch (err) {
+      leaveEndpoint(ctx);
+      throw err;
+    }
+    if (!running) return leaveEndpoint(ctx);
+    return running.finally(() => leaveEndpoint(ctx));
+  };
 }

@@ -24,12 +24,20 @@ export class AdmissionGate {
     private readonly busyMessage = 'too many requests are running; try again shortly',
   ) {}
 
+  /**
+   * A place at once when one is free (the function that gives it back), else undefined: then `enter`
+   * waits in the queue. Lets a caller skip making an AbortSignal (API 1.2) when nothing waits.
+   */
+  tryEnter(): (() => void) | undefined {
+    if (this.active >= this.limit) return undefined;
+    this.active++;
+    return this.releaser();
+  }
+
   /** Resolves with the function that gives the place back (calling it twice is harmless). */
   async enter(signal: AbortSignal): Promise<() => void> {
-    if (this.active < this.limit) {
-      this.active++;
-      return this.releaser();
-    }
+    const admitted = this.tryEnter();
+    if (admitted) return admitted;
     if (this.waiting.length >= this.maxQueue) throw busy(this.busyMessage);
     await new Promise<void>((resolve, reject) => {
       const admit = () => {

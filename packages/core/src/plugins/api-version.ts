@@ -2,9 +2,10 @@ import type { ApiRange } from './plugin-api.js';
 
 /**
  * The plugin API this core offers. MAJOR goes up on an incompatible change; MINOR on an addition
- * (1.1: declareErrors, reply, call.method, call.clientAddress, scoped loggers, migrations).
+ * (1.1: declareErrors, reply, call.method, call.clientAddress, scoped loggers, migrations;
+ * 1.2: call.onClientGone, AdmissionGate.tryEnter, jsonText for answers spliced without parsing).
  */
-export const PLUGIN_API = Object.freeze({ major: 1, minor: 1 });
+export const PLUGIN_API = Object.freeze({ major: 1, minor: 2 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;
 
 interface Accepted {
