@@ -580,6 +580,10 @@ int main(void)
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN); /* a closed pipe is EPIPE from write(), handled where it happens */
+	/* fds 0-2 open (to /dev/null if need be), so no pipe gets one of them and a dup2 onto 1 or 2 clobbers it. */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+			return 1;
 	if (fcntl(LINK_FD, F_SETFD, FD_CLOEXEC) < 0) {
 		fprintf(stderr, "tkgate-spawn-helper: no link on fd 3; started by the gateway only\n");
 		return 2;
