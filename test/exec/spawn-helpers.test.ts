@@ -173,6 +173,22 @@ describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
     });
   });
 
+  describe('spawner auto, a native helper that talks nonsense', () => {
+    /** Writes bytes that are no frame to its link, then lingers a little as a hung helper would. */
+    const garbling = script('garbling-helper', 'printf "garbage!" >&3; sleep 2');
+    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], {}, {
+      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+      env: { TKGATE_EXEC_NATIVE_HELPER: garbling },
+    });
+
+    it('drops it (logged), keeps serving, and falls back to the Node helpers', async () => {
+      const c = toolkitClient(s.gateway.base, await s.login('yara'));
+      await eventually('a run on the Node helpers', async () => (await c.get('helpers', 'text')).status === 200);
+      expect(s.gateway.logs.some((record) => record.msg === 'exec spawn helper sent a malformed frame')).to.equal(true);
+      expect(s.gateway.logs.filter((record) => record.msg === DID_NOT_START)).to.have.length(1);
+    });
+  });
+
   describe('spawner native, the helper not built', () => {
     const s = withDatabase(dialects[0]!, []);
 

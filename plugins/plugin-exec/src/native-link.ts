@@ -20,6 +20,8 @@ const REP_DONE = 2;
 const REASONS = ['ok', 'exit_code', 'signal', 'timeout', 'output_too_large', 'spawn_failed', 'aborted'] as const;
 /** The C helper refuses larger frames (MAX_FRAME). */
 const MAX_FRAME = 64 * 1024 * 1024;
+/** The largest reply: a DONE frame with the C helper's most stdout (1 GiB) and stderr (16 KiB). */
+const MAX_REPLY = 1024 * 1024 * 1024 + 64 * 1024;
 const signalNames = new Map(Object.entries(constants.signals).map(([name, number]) => [number, name]));
 
 type RunSpec = Omit<ProcessSpec, 'signal' | 'onStart'>;
@@ -101,6 +103,7 @@ class FrameReader {
       if (this.need === 0) {
         if (this.bytes < 4) return;
         this.need = 4 + this.take(4, false).readUInt32LE(0);
+        if (this.need < 9 || this.need > MAX_REPLY) throw new Error(`a reply frame of ${this.need} bytes`);
       }
       if (this.bytes < this.need) return;
       const frame = this.take(this.need, true);
@@ -156,7 +159,15 @@ export function launchNativeHelper(binary: string, events: HelperEvents & { hell
     else if (type === REP_DONE) reply = { type: 'done', id, outcome: decodeDone(frame) };
     if (reply) events.reply(reply);
   });
-  link.on('data', (chunk: Buffer) => reader.push(chunk));
+  link.on('data', (chunk: Buffer) => {
+    try {
+      reader.push(chunk);
+    } catch (err) {
+      // A frame this side cannot read: the helper is not to be trusted further, so it is treated as dead.
+      log.error('exec spawn helper sent a malformed frame', { err });
+      link.destroy();
+    }
+  });
   // The link's end is the helper's end (sh, the other holder of fd 3, exits at once).
   link.on('error', () => undefined);
   link.once('close', end);
