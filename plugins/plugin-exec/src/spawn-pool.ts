@@ -10,18 +10,23 @@ interface Run {
   pgid?: number;
 }
 
+/** A helper that dies sooner than this after its start is taken for one that cannot start. */
+const STARTUP_MS = 1000;
+
 interface Helper {
   link?: HelperLink;
+  startedAt: number;
   runs: Map<number, Run>;
   gone: boolean;
 }
 
 /**
  * Spawn helpers (the native one, or spawn-helper.ts over IPC: spawner.ts chooses), each taking runs; a run
- * goes to the helper with the fewest in flight. They start with the first run (a gateway without exec endpoints, or `tkgate config
- * check`, never forks them). A helper that dies is replaced at once; its runs' process groups are killed,
- * and each run fails as spawn_failed only once its group is gone, so the admission places it held are
- * freed only when nothing of it still runs.
+ * goes to the helper with the fewest in flight. They start with the first run (a gateway without exec
+ * endpoints, or `tkgate config check`, never forks them). A helper that dies is replaced (at once, or with
+ * the next run if it died as it started); its runs' process groups are killed, and each run fails as
+ * spawn_failed only once its group is gone, so the admission places it held are freed only when nothing
+ * of it still runs.
  */
 export class SpawnPool {
   private readonly helpers: Helper[] = [];
@@ -65,7 +70,7 @@ export class SpawnPool {
   }
 
   private startHelper(): Helper {
-    const helper: Helper = { runs: new Map(), gone: false };
+    const helper: Helper = { runs: new Map(), gone: false, startedAt: Date.now() };
     helper.link = this.launch({ reply: (reply) => this.receive(helper, reply), gone: () => this.helperGone(helper) });
     return helper;
   }
@@ -90,7 +95,11 @@ export class SpawnPool {
     helper.runs.clear();
     if (!this.closing) {
       this.log.error('exec spawn helper exited; starting another', { runs_failed: runs.length });
-      this.helpers[this.helpers.indexOf(helper)] = this.startHelper();
+      // One that dies as it starts (a broken binary) is replaced only with the next run (run() fills the
+      // pool), so it costs one attempt per request, never a loop of forks; any other at once.
+      const index = this.helpers.indexOf(helper);
+      if (Date.now() - helper.startedAt < STARTUP_MS) this.helpers.splice(index, 1);
+      else this.helpers[index] = this.startHelper();
     }
     for (const run of runs) void this.failRun(run);
   }
