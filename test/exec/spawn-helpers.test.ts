@@ -189,6 +189,27 @@ describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
     });
   });
 
+  describe('spawner native, a helper that cannot run', () => {
+    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], { plugin_options: { '@tkgate/plugin-exec': { spawner: 'native' } } }, {
+      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+      env: { TKGATE_EXEC_NATIVE_HELPER: broken },
+    });
+
+    it('fails each run as spawn_failed and restarts helpers only with runs, never in a loop', async () => {
+      const c = toolkitClient(s.gateway.base, await s.login('yara'));
+      for (let i = 0; i < 3; i++) {
+        const reply = await c.get('helpers', 'text');
+        expect(reply.status).to.equal(500);
+        expect(reply.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'spawn_failed' } });
+      }
+      await sleep(1000);
+      // Two helpers per run at most (the pool's size); a loop would have started hundreds meanwhile.
+      const exits = s.gateway.logs.filter((record) => record.msg === 'exec spawn helper exited; starting another').length;
+      expect(exits).to.be.at.most(6);
+      expect(s.gateway.logs.some((record) => record.msg === DID_NOT_START)).to.equal(false);
+    });
+  });
+
   describe('spawner native, the helper not built', () => {
     const s = withDatabase(dialects[0]!, []);
 
