@@ -128,5 +128,19 @@ for (const dialect of dialects) {
       const row = await s.bed.db('items').where({ id: reply.body.data.id }).first('title', 'status', 'owner_id');
       expect(row).to.deep.equal({ title: 'tom', status: 'claimed', owner_id: s.ids.tom });
     });
+
+    it('shows a row another process wrote on the very next read (selects are cached on SQLite only until anyone commits)', async () => {
+      const sara = await as('sara');
+      await sara.post('board', 'add', { title: 'before-outside-write' });
+      const before = await sara.get('board', 'newest');
+      expect(before.body.data).to.deep.equal([{ title: 'before-outside-write' }]);
+      expect((await sara.get('board', 'newest')).body.data).to.deep.equal([{ title: 'before-outside-write' }]);
+      // The test's own connection is another process's view of the database: the gateway did not write this.
+      await s.bed.db('items').insert({ owner_id: s.ids.sara, title: 'written-outside', status: 'open' });
+      const after = await sara.get('board', 'newest');
+      expect(after.body.data).to.deep.equal([{ title: 'written-outside' }]);
+      await s.bed.db('items').where({ title: 'written-outside' }).update({ title: 'renamed-outside' });
+      expect((await sara.get('board', 'newest')).body.data).to.deep.equal([{ title: 'renamed-outside' }]);
+    });
   });
 }

@@ -25,12 +25,14 @@ export function prepareQueries(queries: PseudoQuery[], db: Database, prepareRead
     const where = bound(query.table, query.where);
     const entry: PreparedQuery = { query, label: `pseudo query ${query.name ?? index}`, where, values: bound(query.table, query.values) };
     if (query.op === 'select') {
+      // Cached on SQLite until anyone commits to the file (data_version, exact): read-mostly tools read
+      // the same rows over and over; MySQL/MariaDB always reads.
       entry.read = prepareRead((param) => {
         const builder = db(query.table).select(query.columns!).limit(query.limit ?? DEFAULT_SELECT_LIMIT);
         where.forEach(({ column }, i) => builder.where(column, param(i)));
         for (const order of query.orderBy ?? []) builder.orderBy(order.replace(/^-/, ''), order.startsWith('-') ? 'desc' : 'asc');
         return builder;
-      });
+      }, { cached: true });
     }
     return entry;
   });

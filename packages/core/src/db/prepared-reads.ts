@@ -63,22 +63,35 @@ function compile(build: (param: (index: number) => string) => Knex.QueryBuilder)
 
 const bind = (plan: BindingPlan, params: readonly unknown[]) => plan.map((entry) => ('param' in entry ? params[entry.param] : entry.value));
 
-/** Results by parameters, valid for one data version; bounded, emptied whole past its size. */
+/** Bound values are scalars (and Buffers): a BigInt becomes an object no scalar serialises to. */
+const tagBigInt = (_key: string, value: unknown) => (typeof value === 'bigint' ? { bigint: value.toString() } : value);
+
+/**
+ * Results by parameters, valid for one data version; bounded by results and by rows held (a result of
+ * more rows than MAX_ROWS_PER_RESULT is never kept), emptied whole past either bound.
+ */
 const MAX_CACHED_RESULTS = 10_000;
+const MAX_CACHED_ROWS = 50_000;
+const MAX_ROWS_PER_RESULT = 1_000;
 function cachedReader(read: PreparedRead['all'], version: () => number): PreparedRead['all'] {
   let results = new Map<string, Array<Record<string, unknown>>>();
   let resultsVersion = -1;
+  let rowsHeld = 0;
   return async (params = []) => {
     const now = version();
-    if (now !== resultsVersion || results.size >= MAX_CACHED_RESULTS) {
+    if (now !== resultsVersion || results.size >= MAX_CACHED_RESULTS || rowsHeld >= MAX_CACHED_ROWS) {
       results = new Map();
       resultsVersion = now;
+      rowsHeld = 0;
     }
-    const key = JSON.stringify(params);
+    const key = JSON.stringify(params, tagBigInt);
     let rows = results.get(key);
     if (!rows) {
       rows = Object.freeze((await read(params)).map((row) => Object.freeze(row))) as Array<Record<string, unknown>>;
-      results.set(key, rows);
+      if (rows.length <= MAX_ROWS_PER_RESULT) {
+        results.set(key, rows);
+        rowsHeld += rows.length;
+      }
     }
     return rows;
   };

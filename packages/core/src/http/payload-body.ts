@@ -38,13 +38,15 @@ export interface BodyLimits {
  */
 export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): Promise<{ body: unknown; form: boolean }> {
   if (!hasBody(ctx)) return { body: Object.create(null), form: false };
-  const matched = ctx.is(...limits.allowedContentTypes);
+  // The usual header, exactly, needs no parsing (type-is parsed it twice per request).
+  const plainJson = ctx.get('content-type') === 'application/json' && limits.allowedContentTypes.includes('application/json');
+  const matched = plainJson ? 'application/json' : ctx.is(...limits.allowedContentTypes);
   if (!matched) {
     throw invalidPayload([
       { field: 'content-type', rule: 'allowed_content_types', message: `the body must be one of: ${limits.allowedContentTypes.join(', ')}` },
     ]);
   }
-  const charset = ctx.request.charset.toLowerCase();
+  const charset = plainJson ? '' : ctx.request.charset.toLowerCase();
   if (charset !== '' && charset !== 'utf-8' && charset !== 'utf8') {
     throw invalidPayload([{ field: 'content-type', rule: 'charset', message: 'the body must be UTF-8 (charset=utf-8, or no charset)' }]);
   }
@@ -54,15 +56,68 @@ export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): 
     endpointBinds ? invalidPayload([{ field: 'body', rule: 'max_body_bytes', message: `the body must be at most ${limit} bytes` }]) : payloadTooLarge(limit);
   // A declared length is checked here, exactly: the readers' own check truncates it to 32 bits.
   if (declaredLength(ctx) > limit) throw unreadBody(ctx, tooLarge());
+  let text: string;
   try {
-    await readerFor(limit)(ctx, async () => undefined);
+    text = isPlainDeclared(ctx) ? await readDeclaredBody(ctx, declaredLength(ctx)) : await readWithKoaBody(ctx, limit);
   } catch (err) {
     if ((err as { status?: number }).status === 413) throw unreadBody(ctx, tooLarge());
     throw unreadBody(ctx, clientMistake(err) ?? internalError(err));
   }
-  const text = ctx.request.body as unknown as string;
   const form = matched === 'application/x-www-form-urlencoded';
   return { body: form ? parseTextFields(text) : parseJsonText(text), form };
+}
+
+async function readWithKoaBody(ctx: GatewayContext, limit: number): Promise<string> {
+  await readerFor(limit)(ctx, async () => undefined);
+  return ctx.request.body as unknown as string;
+}
+
+/** A body of a declared length (within the limit, checked before) that is not compressed. */
+const isPlainDeclared = (ctx: GatewayContext): boolean => {
+  const encoding = ctx.get('content-encoding');
+  return declaredLength(ctx) > 0 && ctx.get('transfer-encoding') === '' && (encoding === '' || encoding.toLowerCase() === 'identity');
+};
+
+/**
+ * Reads a plain body of `length` bytes (Node's parser delivers no more than declared) as UTF-8, a BOM
+ * dropped as koa-body's decoder does. koa-body's machinery (raw-body, inflation, co-body) cost a small
+ * JSON POST more than its parsing and filtering together (docs/performance.md); it still reads compressed
+ * and chunked bodies. A client that stops early gets raw-body's error for it.
+ */
+function readDeclaredBody(ctx: GatewayContext, length: number): Promise<string> {
+  const req = ctx.req;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      done();
+      if (received !== length) return reject(Object.assign(new Error('request size did not match content length'), { status: 400, type: 'request.size.invalid' }));
+      const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)).toString('utf8');
+      resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    };
+    const onClose = () => {
+      done();
+      reject(Object.assign(new Error('request aborted'), { status: 400, type: 'request.aborted' }));
+    };
+    const onError = (err: Error) => {
+      done();
+      reject(Object.assign(err, { status: 400 }));
+    };
+    const done = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('close', onClose);
+      req.off('error', onError);
+    };
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('close', onClose);
+    req.once('error', onError);
+  });
 }
 
 /**

@@ -51,12 +51,20 @@ function answer(ctx: GatewayContext, status: number, body: Record<string, unknow
 }
 
 export function healthRoutes(db: Database, state: ReadinessState, log: Logger): GatewayMiddleware {
-  const checkDatabase = databaseCheck(db, log);
-  return async (ctx, next) => {
+  const ready = readiness(databaseCheck(db, log), state);
+  // Not async: every request passes here, and most only pass.
+  return (ctx, next) => {
     if (ctx.path !== '/healthz' && ctx.path !== '/readyz') return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
     ctx.state.route = ctx.path.slice(1);
     if (ctx.path === '/healthz') return answer(ctx, 200, { status: 'ok' });
+    return ready(ctx);
+  };
+}
+
+/** /readyz: the database within a second, the toolkits loaded, not draining. */
+function readiness(checkDatabase: () => Promise<string>, state: ReadinessState) {
+  return async (ctx: GatewayContext) => {
     const checks = {
       database: await checkDatabase(),
       toolkits: state.toolkitsLoaded ? OK : 'not loaded yet',

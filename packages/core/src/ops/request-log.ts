@@ -35,7 +35,8 @@ function bytesSent(ctx: GatewayContext, socketBytesAtStart: number): number {
 }
 
 export function requestLog({ log, access, metrics, trustProxy, baseUrl }: RequestLogOptions): GatewayMiddleware {
-  return async (ctx, next) => {
+  // Not async: it only listens for the end of the response.
+  return (ctx, next) => {
     const started = process.hrtime.bigint();
     const socketBytesAtStart = ctx.req.socket?.bytesWritten ?? 0;
     ctx.res.once('close', () => {
@@ -58,6 +59,6 @@ export function requestLog({ log, access, metrics, trustProxy, baseUrl }: Reques
       if (ctx.state.caller) line.user_id = ctx.state.caller.id;
       log.info('request', line);
     });
-    await next();
+    return next();
   };
 }

@@ -7,7 +7,7 @@ import { headersProblem } from '../http/header-rules.js';
 import { scopedLogger, type Logger } from '../log.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { RegisteredType } from '../plugins/endpoint-types.js';
-import { isReply, StreamedResponse, type EndpointCall, type EnvelopedReply } from '../plugins/plugin-api.js';
+import { isReply, StreamedResponse, type EndpointCall, type EndpointIdentity, type EnvelopedReply, type RequestContext } from '../plugins/plugin-api.js';
 import type { PipelineStep } from './pipeline-step.js';
 
 /** Request headers a plugin never sees: credentials of the client, and hop-by-hop headers. */
@@ -56,33 +56,51 @@ export interface ExecuteServices {
 /**
  * What the plugin gets. `signal`, `headers`, `clientAddress` and `log` are made on first use: most
  * endpoints read none of them, and creating an AbortSignal measured ~4% of an internal endpoint's CPU.
+ * A class, so the getters live on its prototype instead of being new closures on every request.
  */
-function endpointCall(ctx: GatewayContext, s: ExecuteServices): EndpointCall<unknown> {
-  const endpoint = ctx.state.endpoint!;
-  let signal: AbortSignal | undefined;
-  let headers: Record<string, string> | undefined;
-  let log: Logger | undefined;
-  return {
-    config: endpoint.typeConfig,
-    context: ctx.state.requestContext!,
-    requestId: ctx.state.requestId,
-    method: ctx.method,
-    get clientAddress() {
-      return clientAddress(ctx, s.trustProxy);
-    },
-    get headers() {
-      return (headers ??= forwardableHeaders(ctx));
-    },
-    get signal() {
-      return (signal ??= clientGone(ctx));
-    },
-    onClientGone: (listener) => watchClientGone(ctx, listener),
-    db: s.db,
-    get log() {
-      return (log ??= scopedLogger(s.log, { plugin: endpoint.type.plugin, request_id: ctx.state.requestId, toolkit: endpoint.toolkit, endpoint: endpoint.path }));
-    },
-    endpoint: { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint },
-  };
+class GatewayEndpointCall implements EndpointCall<unknown> {
+  readonly config: unknown;
+  readonly context: RequestContext;
+  readonly requestId: string;
+  readonly method: string;
+  readonly db: Database;
+  readonly endpoint: EndpointIdentity;
+  private madeSignal?: AbortSignal;
+  private madeHeaders?: Record<string, string>;
+  private madeLog?: Logger;
+
+  constructor(
+    private readonly ctx: GatewayContext,
+    private readonly services: ExecuteServices,
+  ) {
+    const endpoint = ctx.state.endpoint!;
+    this.config = endpoint.typeConfig;
+    this.context = ctx.state.requestContext!;
+    this.requestId = ctx.state.requestId;
+    this.method = ctx.method;
+    this.db = services.db;
+    this.endpoint = { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint };
+  }
+
+  get clientAddress(): string {
+    return clientAddress(this.ctx, this.services.trustProxy);
+  }
+
+  get headers(): Record<string, string> {
+    return (this.madeHeaders ??= forwardableHeaders(this.ctx));
+  }
+
+  get signal(): AbortSignal {
+    return (this.madeSignal ??= clientGone(this.ctx));
+  }
+
+  /** An arrow property, not a method: plugins pass it on unbound (`whenClientGone: call.onClientGone`). */
+  readonly onClientGone = (listener: () => void): (() => void) => watchClientGone(this.ctx, listener);
+
+  get log(): Logger {
+    const { endpoint, requestId } = this;
+    return (this.madeLog ??= scopedLogger(this.services.log, { plugin: this.ctx.state.endpoint!.type.plugin, request_id: requestId, toolkit: endpoint.toolkit, endpoint: endpoint.path }));
+  }
 }
 
 /** 2xx with a body: 204 and 205 have none, and the envelope is one. */
@@ -117,7 +135,7 @@ export function executeStep(s: ExecuteServices): PipelineStep {
     const started = performance.now();
     let result: unknown;
     try {
-      result = await type.execute(endpointCall(ctx, s));
+      result = await type.execute(new GatewayEndpointCall(ctx, s));
     } catch (thrown) {
       noteUndeclared(type, thrown);
       throw thrown;

@@ -136,7 +136,7 @@ function pluginApi(name: string, types: EndpointTypes, deps: PluginDeps, onClose
       throw new Error(result.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`).join('; '));
     },
     declareErrors: (codes) => types.addErrorCodes(codes, name),
-    prepareRead: (build) => deps.reads.prepare(build),
+    prepareRead: (build, options) => deps.reads.prepare(build, options),
     registerEndpointType: (type) => types.addType(type as unknown as EndpointType<unknown>, name),
     registerFunction: (fnName, fn) => types.addFunction(fnName, fn, name),
     getFunction: (fnName) => types.fn(fnName),
