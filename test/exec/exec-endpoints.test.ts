@@ -53,9 +53,11 @@ mkdirSync(path.join(work, 'tiny'));
 mkdirSync(path.join(work, 'shared'));
 
 
-for (const dialect of dialects) {
-  describe(`exec endpoints (${dialect.name})`, () => {
-    const s = withGateway(dialect, [{ username: 'yara', power: 3 }], { plugin_options: { '@tkgate/plugin-exec': { max_processes: 8 } } }, {
+/** Every dialect on the default spawner (the native helper when built), and the Node helpers on one dialect. */
+const runs = [...dialects.map((dialect) => ({ dialect, spawner: 'auto' })), { dialect: dialects[0]!, spawner: 'node' }];
+for (const { dialect, spawner } of runs) {
+  describe(`exec endpoints (${dialect.name}, spawner ${spawner})`, () => {
+    const s = withGateway(dialect, [{ username: 'yara', power: 3 }], { plugin_options: { '@tkgate/plugin-exec': { max_processes: 8, spawner } } }, {
       toolkitsDir: toolkitDir({ 'tools.yaml': tools }),
     });
     const client = async () => toolkitClient(s.gateway.base, await s.login('yara'));
@@ -180,7 +182,7 @@ for (const dialect of dialects) {
 
     it('replaces a spawn helper that dies, failing only the runs it held', async () => {
       const { execFileSync } = await import('node:child_process');
-      const helpers = execFileSync('pgrep', ['-f', `spawn-helper\\.js ${s.gateway.child.pid}$`]).toString().trim().split('\n').map(Number);
+      const helpers = execFileSync('pgrep', ['-f', `spawn-helper(\\.js)? ${s.gateway.child.pid}$`]).toString().trim().split('\n').map(Number);
       expect(helpers.length).to.be.at.least(1);
       for (const pid of helpers) process.kill(pid, 'SIGKILL');
       await sleep(300);

@@ -2,12 +2,15 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
+import { runCli } from '../support/cli.js';
 import { dialects } from '../support/databases.js';
 import { alive, scriptWriter } from '../support/executables.js';
-import { sleep } from '../support/fixtures.js';
-import { toolkitClient } from '../support/http.js';
+import { eventually } from '../support/eventually.js';
+import { passwordOf, sleep } from '../support/fixtures.js';
+import { startGateway, writeConfig } from '../support/gateway-process.js';
+import { loginToken, toolkitClient } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
-import { withGateway } from '../support/suite.js';
+import { withDatabase, withGateway } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
 
 const work = tempDir('tkgate-helpers-work-');
@@ -41,63 +44,187 @@ const helpers = {
 };
 
 
+/** The helper processes of each spawner, as `pgrep -f` finds them by their last argument (the gateway's pid). */
+const HELPER_COMMAND = { native: 'tkgate-spawn-helper', node: 'spawn-helper\\.js' } as const;
+/** What a helper's environment may hold: the native one nothing (sh exports PWD), the Node one its IPC variables. */
+const HELPER_ENV = { native: ['PWD'], node: ['NODE_CHANNEL_FD', 'NODE_CHANNEL_SERIALIZATION_MODE', 'PWD'] } as const;
+
 // The helpers are the plugin's own processes, not the database's: one dialect is enough.
-describe(`exec spawn helpers (${dialects[0]!.name})`, () => {
-  const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], {}, {
-    toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
-    env: { TKGATE_DB_URL_PROBE: SECRET },
-  });
-  const client = async () => toolkitClient(s.gateway.base, await s.login('yara'));
-  /** This gateway's helpers (other gateways on the machine have their own). */
-  const helperPids = () => {
-    const found = execFileSync('pgrep', ['-f', `spawn-helper\\.js ${s.gateway.child.pid}$`]).toString().trim();
-    return found.split('\n').map(Number);
-  };
+for (const spawner of ['native', 'node'] as const) {
+  describe(`exec spawn helpers, spawner ${spawner} (${dialects[0]!.name})`, () => {
+    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], { plugin_options: { '@tkgate/plugin-exec': { spawner } } }, {
+      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+      env: { TKGATE_DB_URL_PROBE: SECRET },
+    });
+    const client = async () => toolkitClient(s.gateway.base, await s.login('yara'));
+    /** This gateway's helpers (other gateways on the machine have their own), of this spawner only. */
+    const helperPids = () => {
+      const found = execFileSync('pgrep', ['-f', `${HELPER_COMMAND[spawner]} ${s.gateway.child.pid}$`]).toString().trim();
+      return found.split('\n').map(Number);
+    };
 
-  it('lets no ancestor a command can read hold the gateway environment', async () => {
-    const reply = await (await client()).get('helpers', 'ancestors');
-    expect(reply.status).to.equal(200);
-    const output: string = reply.body.data.output;
-    const chain = [...output.matchAll(/^== (\d+)$/gm)].map((match) => Number(match[1]));
-    expect(chain.length, output).to.be.at.least(1);
-    expect(chain).not.to.include(s.gateway.child.pid);
-    expect(output).not.to.include('hunter2');
-    expect(output).not.to.include('TKGATE_DB_URL_PROBE');
-    // The parent (a spawn helper) holds nothing but Node's IPC variables (and the PWD sh exports).
-    const parentEnv = output.split(/^== \d+$/m)[1]!.trim().split('\n').map((line) => line.split('=')[0]);
-    expect(parentEnv.filter((name) => !['NODE_CHANNEL_FD', 'NODE_CHANNEL_SERIALIZATION_MODE', 'PWD'].includes(name!))).to.deep.equal([]);
+    it('lets no ancestor a command can read hold the gateway environment', async () => {
+      const reply = await (await client()).get('helpers', 'ancestors');
+      expect(reply.status).to.equal(200);
+      const output: string = reply.body.data.output;
+      const chain = [...output.matchAll(/^== (\d+)$/gm)].map((match) => Number(match[1]));
+      expect(chain.length, output).to.be.at.least(1);
+      expect(chain).not.to.include(s.gateway.child.pid);
+      expect(output).not.to.include('hunter2');
+      expect(output).not.to.include('TKGATE_DB_URL_PROBE');
+      // The parent is a spawn helper of this spawner, and holds nothing but what HELPER_ENV allows.
+      expect(helperPids()).to.include(chain[0]);
+      const parentEnv = output.split(/^== \d+$/m)[1]!.trim().split('\n').map((line) => line.split('=')[0]);
+      expect(parentEnv.filter((name) => name && !(HELPER_ENV[spawner] as readonly string[]).includes(name))).to.deep.equal([]);
+    });
+
+    it('answers a 60 MB output under a 64 MiB max_output_bytes without losing the helper', async () => {
+      const reply = await (await client()).get('helpers', 'sixty-mb');
+      expect(reply.status).to.equal(200);
+      expect(reply.body.data.output).to.have.length(62914560);
+      expect(s.gateway.logs.some((record) => record.msg === 'exec spawn helper exited; starting another')).to.equal(false);
+    });
+
+    it('a helper killed mid-run fails its run only once the process group is dead, and is replaced', async () => {
+      rmSync(pidFile, { force: true });
+      const c = await client();
+      const running = c.get('helpers', 'group');
+      for (let i = 0; i < 400 && !existsSync(pidFile); i++) await sleep(25);
+      const sleeper = Number(readFileSync(pidFile, 'utf8'));
+      expect(alive(sleeper)).to.equal(true);
+      // Queued behind the running one (max_concurrency 1): admitted only once its place is free.
+      const queued = c.get('helpers', 'group');
+      for (const pid of helperPids()) process.kill(pid, 'SIGKILL');
+      const failed = await running;
+      expect(failed.status).to.equal(500);
+      expect(failed.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'spawn_failed' } });
+      // The place was freed only after the group died: the sleep the command started is gone already.
+      expect(alive(sleeper)).to.equal(false);
+      // The queued run got a new helper; stop it the same way a client leaving would (its sleep is 60 s).
+      for (let i = 0; i < 400 && Number(readFileSync(pidFile, 'utf8')) === sleeper; i++) await sleep(25);
+      const second = Number(readFileSync(pidFile, 'utf8'));
+      expect(second).not.to.equal(sleeper);
+      for (const pid of helperPids()) process.kill(pid, 'SIGKILL');
+      expect((await queued).status).to.equal(500);
+      expect(alive(second)).to.equal(false);
+      expect((await c.get('helpers', 'text')).body.data).to.deep.equal({ output: 'fine\n' });
+      expect(s.gateway.logs.filter((record) => record.msg === 'exec spawn helper exited; starting another').length).to.be.at.least(2);
+    });
+
+    it('ends every command and its helpers when the gateway dies (SIGKILL: no goodbye)', async () => {
+      rmSync(pidFile, { force: true });
+      const gateway = await startGateway({
+        config: { db: s.bed.dbConfig, toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false }, plugin_options: { '@tkgate/plugin-exec': { spawner } } },
+      });
+      const c = toolkitClient(gateway.base, await loginToken(gateway.base, 'yara', passwordOf('yara')));
+      const running = c.get('helpers', 'group').catch(() => undefined);
+      await eventually('the command started', () => existsSync(pidFile));
+      const sleeper = Number(readFileSync(pidFile, 'utf8'));
+      const ownHelpers = execFileSync('pgrep', ['-f', `${HELPER_COMMAND[spawner]} ${gateway.child.pid}$`]).toString().trim().split('\n').map(Number);
+      await gateway.stop('SIGKILL');
+      await running;
+      await eventually('the command group killed', () => !alive(sleeper));
+      await eventually('the helpers exited', () => ownHelpers.every((pid) => !alive(pid)));
+    });
+  });
+}
+
+describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
+  const missing = path.join(work, 'no-such-helper');
+  /** An executable that is no spawn helper: it exits without saying hello, as a helper that cannot run here would. */
+  const broken = script('broken-helper', 'exit 0');
+  const NOT_BUILT = 'exec native spawn helper not built; using the Node spawn helpers';
+  const DID_NOT_START = 'exec native spawn helper did not start; using the Node spawn helpers';
+  const nodeHelpers = (gatewayPid: number) => execFileSync('pgrep', ['-f', `spawn-helper\\.js ${gatewayPid}$`]).toString().trim().split('\n').map(Number);
+
+  describe('spawner auto, the native helper not built', () => {
+    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], {}, {
+      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+      env: { TKGATE_EXEC_NATIVE_HELPER: missing },
+    });
+
+    it('runs commands on the Node helpers, saying so once in the log, also after a helper is replaced', async () => {
+      const c = toolkitClient(s.gateway.base, await s.login('yara'));
+      expect((await c.get('helpers', 'text')).body.data).to.deep.equal({ output: 'fine\n' });
+      const first = nodeHelpers(s.gateway.child.pid!);
+      expect(first.length).to.be.at.least(1);
+      for (const pid of first) process.kill(pid, 'SIGKILL');
+      await eventually('the helpers replaced', () => s.gateway.logs.some((record) => record.msg === 'exec spawn helper exited; starting another'));
+      expect((await c.get('helpers', 'text')).body.data).to.deep.equal({ output: 'fine\n' });
+      const warnings = s.gateway.logs.filter((record) => record.msg === NOT_BUILT);
+      expect(warnings).to.have.length(1);
+      expect(warnings[0]!.binary).to.equal(missing);
+    });
   });
 
-  it('answers a 60 MB output under a 64 MiB max_output_bytes without losing the helper', async () => {
-    const reply = await (await client()).get('helpers', 'sixty-mb');
-    expect(reply.status).to.equal(200);
-    expect(reply.body.data.output).to.have.length(62914560);
-    expect(s.gateway.logs.some((record) => record.msg === 'exec spawn helper exited; starting another')).to.equal(false);
+  describe('spawner auto, a native helper that cannot run', () => {
+    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], {}, {
+      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+      env: { TKGATE_EXEC_NATIVE_HELPER: broken },
+    });
+
+    it('falls back to the Node helpers: runs it held fail as spawn_failed, later ones succeed, logged once', async () => {
+      const c = toolkitClient(s.gateway.base, await s.login('yara'));
+      const first = await c.get('helpers', 'text');
+      if (first.status !== 200) expect(first.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'spawn_failed' } });
+      await eventually('a run on the Node helpers', async () => (await c.get('helpers', 'text')).status === 200);
+      expect(nodeHelpers(s.gateway.child.pid!).length).to.be.at.least(1);
+      expect(s.gateway.logs.filter((record) => record.msg === DID_NOT_START)).to.have.length(1);
+    });
   });
 
-  it('a helper killed mid-run fails its run only once the process group is dead, and is replaced', async () => {
-    rmSync(pidFile, { force: true });
-    const c = await client();
-    const running = c.get('helpers', 'group');
-    for (let i = 0; i < 400 && !existsSync(pidFile); i++) await sleep(25);
-    const sleeper = Number(readFileSync(pidFile, 'utf8'));
-    expect(alive(sleeper)).to.equal(true);
-    // Queued behind the running one (max_concurrency 1): admitted only once its place is free.
-    const queued = c.get('helpers', 'group');
-    for (const pid of helperPids()) process.kill(pid, 'SIGKILL');
-    const failed = await running;
-    expect(failed.status).to.equal(500);
-    expect(failed.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'spawn_failed' } });
-    // The place was freed only after the group died: the sleep the command started is gone already.
-    expect(alive(sleeper)).to.equal(false);
-    // The queued run got a new helper; stop it the same way a client leaving would (its sleep is 60 s).
-    for (let i = 0; i < 400 && Number(readFileSync(pidFile, 'utf8')) === sleeper; i++) await sleep(25);
-    const second = Number(readFileSync(pidFile, 'utf8'));
-    expect(second).not.to.equal(sleeper);
-    for (const pid of helperPids()) process.kill(pid, 'SIGKILL');
-    expect((await queued).status).to.equal(500);
-    expect(alive(second)).to.equal(false);
-    expect((await c.get('helpers', 'text')).body.data).to.deep.equal({ output: 'fine\n' });
-    expect(s.gateway.logs.filter((record) => record.msg === 'exec spawn helper exited; starting another').length).to.be.at.least(2);
+  describe('spawner auto, a native helper that talks nonsense', () => {
+    /** Writes bytes that are no frame to its link, then lingers a little as a hung helper would. */
+    const garbling = script('garbling-helper', 'printf "garbage!" >&3; sleep 2');
+    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], {}, {
+      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+      env: { TKGATE_EXEC_NATIVE_HELPER: garbling },
+    });
+
+    it('drops it (logged), keeps serving, and falls back to the Node helpers', async () => {
+      const c = toolkitClient(s.gateway.base, await s.login('yara'));
+      await eventually('a run on the Node helpers', async () => (await c.get('helpers', 'text')).status === 200);
+      expect(s.gateway.logs.some((record) => record.msg === 'exec spawn helper sent a malformed frame')).to.equal(true);
+      expect(s.gateway.logs.filter((record) => record.msg === DID_NOT_START)).to.have.length(1);
+    });
+  });
+
+  describe('spawner native, a helper that cannot run', () => {
+    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], { plugin_options: { '@tkgate/plugin-exec': { spawner: 'native' } } }, {
+      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+      env: { TKGATE_EXEC_NATIVE_HELPER: broken },
+    });
+
+    it('fails each run as spawn_failed and restarts helpers only with runs, never in a loop', async () => {
+      const c = toolkitClient(s.gateway.base, await s.login('yara'));
+      for (let i = 0; i < 3; i++) {
+        const reply = await c.get('helpers', 'text');
+        expect(reply.status).to.equal(500);
+        expect(reply.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'spawn_failed' } });
+      }
+      await sleep(1000);
+      // Two helpers per run at most (the pool's size); a loop would have started hundreds meanwhile.
+      const exits = s.gateway.logs.filter((record) => record.msg === 'exec spawn helper exited; starting another').length;
+      expect(exits).to.be.at.most(6);
+      expect(s.gateway.logs.some((record) => record.msg === DID_NOT_START)).to.equal(false);
+    });
+  });
+
+  describe('spawner native, the helper not built', () => {
+    const s = withDatabase(dialects[0]!, []);
+
+    it('refuses to start, in one line naming the missing file', async () => {
+      const config = writeConfig({
+        db: s.bed.dbConfig,
+        plugins: ['@tkgate/plugin-exec'],
+        toolkits: { dir: toolkitDir({}), watch: false },
+        server: { port: 0 },
+        plugin_options: { '@tkgate/plugin-exec': { spawner: 'native' } },
+      });
+      const result = await runCli(['start', '--config', config], { env: { TKGATE_EXEC_NATIVE_HELPER: missing } });
+      expect(result.code).to.equal(1);
+      expect(result.stderr.trim().split('\n')).to.have.length(1);
+      expect(result.stderr).to.include(`spawner "native": ${missing} is missing or not executable`);
+    });
   });
 });

@@ -31,4 +31,9 @@ export const execOptionsSchema = z.strictObject({
   max_queue: z.number().int().min(0).default(256),
   /** Small processes that do the spawning, so the gateway's event loop never waits on fork(). */
   spawn_helpers: z.number().int().min(1).max(64).default(2),
+  /**
+   * Which spawn helpers: "native" is the small C program built at install time (cheaper per command),
+   * "node" the Node helpers, "auto" the native one when it was built, else the Node ones.
+   */
+  spawner: z.enum(['auto', 'native', 'node']).default('auto'),
 });

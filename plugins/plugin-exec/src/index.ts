@@ -2,6 +2,7 @@ import { AdmissionGate, EndpointGates, type EndpointType, type TkgatePlugin } fr
 import { execConfigSchema, execOptionsSchema, type ExecConfig } from './exec-config.js';
 import { checkExecEndpoint, runExecEndpoint, type ExecServices } from './exec-endpoint.js';
 import { SpawnPool } from './spawn-pool.js';
+import { chooseLauncher } from './spawner.js';
 
 /** The error codes this type answers with besides core's (docs/errors.md is generated from them). */
 export const ERROR_CODES = {
@@ -16,7 +17,7 @@ const plugin: TkgatePlugin = {
   async register(api) {
     api.declareErrors(ERROR_CODES);
     const parsed = await api.readOptions(execOptionsSchema);
-    const pool = new SpawnPool(parsed.spawn_helpers, api.log);
+    const pool = new SpawnPool(parsed.spawn_helpers, chooseLauncher(parsed.spawner, api.log), api.log);
     api.onClose(() => pool.close());
     const perEndpoint = new EndpointGates(BUSY);
     const globalGate = new AdmissionGate(parsed.max_processes, parsed.max_queue, BUSY);

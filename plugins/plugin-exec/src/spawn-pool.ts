@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Logger } from '@tkgate/core';
+import type { HelperLink, LaunchHelper } from './helper-link.js';
 import { killGroupAndWait } from './process-groups.js';
 import type { ProcessOutcome, ProcessSpec } from './run-process.js';
 import type { HelperReply, HelperRequest } from './spawn-helper.js';
@@ -11,28 +10,23 @@ interface Run {
   pgid?: number;
 }
 
+/** A helper that dies sooner than this after its start is taken for one that cannot start. */
+const STARTUP_MS = 1000;
+
 interface Helper {
-  channel: ChildProcess;
+  link?: HelperLink;
+  startedAt: number;
   runs: Map<number, Run>;
   gone: boolean;
 }
 
-const helperScript = fileURLToPath(new URL('./spawn-helper.js', import.meta.url));
-
 /**
- * How a helper starts: `sh` starts it in the background and exits at once, so the helper is re-parented to
- * init (or the nearest subreaper) and the gateway, whose environment holds its secrets (TKGATE_DB_URL...),
- * is no ancestor of any command. Its environment is empty but for Node's IPC channel variables; the IPC
- * channel (fd 3) passes through sh to it.
- */
-const LAUNCH = ['-c', 'exec "$0" "$@" </dev/null &', process.execPath, '--max-old-space-size=64', helperScript, String(process.pid)];
-
-/**
- * Spawn helpers (see spawn-helper.ts), each taking runs over IPC; a run goes to the helper with the
- * fewest in flight. They start with the first run (a gateway without exec endpoints, or `tkgate config
- * check`, never forks them). A helper that dies is replaced at once; its runs' process groups are killed,
- * and each run fails as spawn_failed only once its group is gone, so the admission places it held are
- * freed only when nothing of it still runs.
+ * Spawn helpers (the native one, or spawn-helper.ts over IPC: spawner.ts chooses), each taking runs; a run
+ * goes to the helper with the fewest in flight. They start with the first run (a gateway without exec
+ * endpoints, or `tkgate config check`, never forks them). A helper that dies is replaced (at once, or with
+ * the next run if it died as it started); its runs' process groups are killed, and each run fails as
+ * spawn_failed only once its group is gone, so the admission places it held are freed only when nothing
+ * of it still runs.
  */
 export class SpawnPool {
   private readonly helpers: Helper[] = [];
@@ -41,13 +35,16 @@ export class SpawnPool {
 
   constructor(
     private readonly size: number,
+    private readonly launch: LaunchHelper,
     private readonly log: Logger,
   ) {}
 
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
     while (this.helpers.length < this.size) this.helpers.push(this.startHelper());
     const helper = this.helpers.reduce((best, candidate) => (candidate.runs.size < best.runs.size ? candidate : best));
-    const id = this.nextId++;
+    const id = this.nextId;
+    // Ids are u32 in the native helper's frames; one that wraps after 4 billion runs is long finished.
+    this.nextId = (this.nextId % 0xffff_ffff) + 1;
     const { signal, onStart: _onStart, ...rest } = spec;
     return new Promise((resolve) => {
       const onAbort = () => this.send(helper, { type: 'abort', id });
@@ -65,24 +62,16 @@ export class SpawnPool {
 
   close(): void {
     this.closing = true;
-    for (const helper of this.helpers) if (helper.channel.connected) helper.channel.disconnect();
+    for (const helper of this.helpers) helper.link?.close();
   }
 
   private send(helper: Helper, message: HelperRequest): void {
-    if (helper.channel.connected) helper.channel.send(message);
+    helper.link?.send(message);
   }
 
   private startHelper(): Helper {
-    // Binary outputs travel as bytes (structured clone), not as JSON-escaped strings on the helper's heap.
-    const channel = spawn('/bin/sh', LAUNCH, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: {}, serialization: 'advanced' });
-    const helper: Helper = { channel, runs: new Map(), gone: false };
-    channel.on('error', (err) => {
-      this.log.error('exec spawn helper could not start', { err });
-      if (!channel.connected) this.helperGone(helper);
-    });
-    channel.on('message', (reply: HelperReply) => this.receive(helper, reply));
-    // sh exits at once; the helper's end is the end of its IPC channel.
-    channel.once('disconnect', () => this.helperGone(helper));
+    const helper: Helper = { runs: new Map(), gone: false, startedAt: Date.now() };
+    helper.link = this.launch({ reply: (reply) => this.receive(helper, reply), gone: () => this.helperGone(helper) });
     return helper;
   }
 
@@ -106,7 +95,11 @@ export class SpawnPool {
     helper.runs.clear();
     if (!this.closing) {
       this.log.error('exec spawn helper exited; starting another', { runs_failed: runs.length });
-      this.helpers[this.helpers.indexOf(helper)] = this.startHelper();
+      // One that dies as it starts (a broken binary) is replaced only with the next run (run() fills the
+      // pool), so it costs one attempt per request, never a loop of forks; any other at once.
+      const index = this.helpers.indexOf(helper);
+      if (Date.now() - helper.startedAt < STARTUP_MS) this.helpers.splice(index, 1);
+      else this.helpers[index] = this.startHelper();
     }
     for (const run of runs) void this.failRun(run);
   }
