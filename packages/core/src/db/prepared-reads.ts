@@ -12,6 +12,11 @@ import type { Database } from './connect.js';
  */
 export interface PreparedRead {
   all(params?: readonly unknown[]): Promise<Array<Record<string, unknown>>>;
+  /**
+   * A cached read's rows for these values when the cache holds them and may be trusted, at once (no
+   * promise); undefined means ask `all`. Uncached reads always answer undefined.
+   */
+  cachedRows(params?: readonly unknown[]): ReadonlyArray<Record<string, unknown>> | undefined;
 }
 
 export interface PrepareOptions {
@@ -73,29 +78,41 @@ const tagBigInt = (_key: string, value: unknown) => (typeof value === 'bigint' ?
 const MAX_CACHED_RESULTS = 10_000;
 const MAX_CACHED_ROWS = 50_000;
 const MAX_ROWS_PER_RESULT = 1_000;
-function cachedReader(read: PreparedRead['all'], version: () => number): PreparedRead['all'] {
+function cachedReader(read: PreparedRead['all'], version: () => number): PreparedRead {
   let results = new Map<string, Array<Record<string, unknown>>>();
   let resultsVersion = -1;
   let rowsHeld = 0;
-  return async (params = []) => {
+  /** The cache for the current data version, emptied when the version moved or a bound is passed. */
+  const current = () => {
     const now = version();
     if (now !== resultsVersion || results.size >= MAX_CACHED_RESULTS || rowsHeld >= MAX_CACHED_ROWS) {
       results = new Map();
       resultsVersion = now;
       rowsHeld = 0;
     }
-    const key = JSON.stringify(params, tagBigInt);
-    let rows = results.get(key);
-    if (!rows) {
-      rows = Object.freeze((await read(params)).map((row) => Object.freeze(row))) as Array<Record<string, unknown>>;
+    return results;
+  };
+  const cachedRows = (params: readonly unknown[] = []) => current().get(keyOf(params));
+  return {
+    cachedRows,
+    all: async (params = []) => {
+      const hit = cachedRows(params);
+      if (hit) return hit;
+      const rows = Object.freeze((await read(params)).map((row) => Object.freeze(row))) as Array<Record<string, unknown>>;
       if (rows.length <= MAX_ROWS_PER_RESULT) {
-        results.set(key, rows);
+        current().set(keyOf(params), rows);
         rowsHeld += rows.length;
       }
-    }
-    return rows;
+      return rows;
+    },
   };
 }
+
+/** The replacer only when a BigInt is there: a replacer function makes every JSON.stringify slower. */
+const keyOf = (params: readonly unknown[]): string =>
+  params.some((value) => typeof value === 'bigint') ? JSON.stringify(params, tagBigInt) : JSON.stringify(params);
+
+const NOT_CACHED = () => undefined;
 
 /** SQLite binds numbers, strings, bigints, buffers and null; booleans become 1/0 as knex would store them. */
 const sqliteValue = (value: unknown) => (typeof value === 'boolean' ? Number(value) : value === undefined ? null : value);
@@ -125,7 +142,7 @@ export function openPreparedReads(db: Database, config: ServerConfig['db']): Pre
         const { sql, plan } = compile(build);
         const statement = connection.prepare(sql);
         const all = async (params: readonly unknown[] = []) => statement.all(bind(plan, params).map(sqliteValue)) as Array<Record<string, unknown>>;
-        return { all: options.cached ? cachedReader(all, dataVersion) : all };
+        return options.cached ? cachedReader(all, dataVersion) : { all, cachedRows: NOT_CACHED };
       },
       close: () => {
         db.off('query', forgetOnWrite);
@@ -137,6 +154,7 @@ export function openPreparedReads(db: Database, config: ServerConfig['db']): Pre
     prepare(build) {
       const { sql, plan } = compile(build);
       return {
+        cachedRows: NOT_CACHED,
         all: async (params = []) => {
           const [rows] = (await db.raw(sql, bind(plan, params) as Knex.RawBinding[])) as [Array<Record<string, unknown>>];
           return rows;

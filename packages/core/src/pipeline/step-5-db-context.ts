@@ -27,26 +27,28 @@ export function dbContextStep(db: Database, reads: PreparedReads): PipelineStep 
     const dbContext: Record<string, unknown> = {};
     ctx.state.dbContext = dbContext;
     if (entries.length === 0) return;
-    const filterValues = entries.map((entry) => (entry.filter ? filterValue(entry, ctx.state.payload!) : undefined));
+    const callerId = ctx.state.caller!.id;
+    const params = entries.map((entry) => [entry.filter ? filterValue(entry, ctx.state.payload!) : callerId]);
     const failed = (err: unknown) => new GatewayError(500, 'db_context_failed', 'the database context could not be fetched', { cause: err });
-    let fetches;
+    let reads;
     try {
-      fetches = entries.map((entry, index) => fetchEntry(queryOf(entry), entry, ctx.state.caller!.id, filterValues[index]));
+      reads = entries.map(queryOf);
     } catch (err) {
       throw failed(err);
     }
-    return Promise.all(fetches).then(
-      (values) => entries.forEach((entry, index) => (dbContext[entry.key] = values[index])),
-      (err: unknown) => {
-        throw failed(err);
-      },
-    );
+    const fill = (rowsOf: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>) => entries.forEach((entry, index) => (dbContext[entry.key] = valueOf(entry, rowsOf[index]!)));
+    // All cached (SQLite, unchanged since read): filled at once, no promise to wait for.
+    const cached = reads.map((read, index) => read.cachedRows(params[index]));
+    if (cached.every((rows) => rows !== undefined)) return fill(cached as Array<ReadonlyArray<Record<string, unknown>>>);
+    return Promise.all(reads.map((read, index) => read.all(params[index]))).then(fill, (err: unknown) => {
+      throw failed(err);
+    });
   };
 }
 
 function prepareEntry(db: Database, reads: PreparedReads, entry: DbContextEntry): PreparedRead {
   if (entry.filter) {
-    return reads.prepare((param) => db(entry.table).where(entry.filter!.column, param(0)).limit(MAX_FILTERED_ROWS).select(entry.column));
+    return reads.prepare((param) => db(entry.table).where(entry.filter!.column, param(0)).limit(MAX_FILTERED_ROWS).select(entry.column), { cached: true });
   }
   return reads.prepare((param) => db(entry.table).where(entry.ownerColumn!, param(0)).first(entry.column), { cached: true });
 }
@@ -64,11 +66,9 @@ function filterValue(entry: DbContextEntry, payload: Record<string, unknown>): u
   return converted;
 }
 
-async function fetchEntry(read: PreparedRead, entry: DbContextEntry, userId: number, filterValue: unknown): Promise<unknown> {
-  if (entry.filter) {
-    const rows = await read.all([filterValue]);
-    return rows.map((row) => row[entry.column]);
-  }
-  const [row] = await read.all([userId]);
+/** A filtered entry is the list of the column's values; an owned one is the caller's row's value, or null. */
+function valueOf(entry: DbContextEntry, rows: ReadonlyArray<Record<string, unknown>>): unknown {
+  if (entry.filter) return rows.map((row) => row[entry.column]);
+  const [row] = rows;
   return row ? row[entry.column] : null;
 }

@@ -17,9 +17,14 @@ export function groupStep(db: Database, reads: PreparedReads): PipelineStep {
   return (ctx) => {
     const toolkit = ctx.state.toolkit!;
     const caller = ctx.state.caller!;
-    return groups.all([toolkit.name, caller.id, caller.core_group_id ?? -1]).then((rows) => {
+    const params = [toolkit.name, caller.id, caller.core_group_id ?? -1];
+    const settle = (rows: ReadonlyArray<Record<string, unknown>>) => {
       const row = rows[0] as { by_override: string | null; by_association: string | null } | undefined;
       ctx.state.toolkitGroup = row?.by_override ?? row?.by_association ?? toolkit.defaultGroup;
-    });
+    };
+    // Cached (SQLite, unchanged since read): no promise to wait for.
+    const cached = groups.cachedRows(params);
+    if (cached) return settle(cached);
+    return groups.all(params).then(settle);
   };
 }
