@@ -13,7 +13,14 @@ http
       const context = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
       if (req.url === '/hello') {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ greeting: `Hello, ${context.username}`, group: context.toolkit_group, member_since: context.member_since, request_id: req.headers['x-request-id'] }));
+        res.end(
+          JSON.stringify({
+            greeting: `Hello, ${context.username}`,
+            group: context.toolkit_group,
+            member_since: context.member_since,
+            request_id: req.headers['x-request-id'],
+          }),
+        );
       } else if (req.url === '/export.csv') {
         const csv = `field,value\nusername,${context.username}\ntoolkit_group,${context.toolkit_group ?? ''}\n`;
         res.writeHead(200, { 'content-type': 'text/csv', 'content-length': Buffer.byteLength(csv), 'content-disposition': 'attachment; filename="me.csv"' });

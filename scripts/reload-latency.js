@@ -33,11 +33,18 @@ function toolkitJson(name, version) {
     path: p,
     method: ['GET', 'POST'],
     type: 'internal',
-    client_filter: { allowed_fields: ['q', 'status'], field_rules: { q: { type: 'string', max_length: 64, pattern: '^[a-z ]*$' }, status: { type: 'string', allowed_values: ['open', 'closed'] } } },
+    client_filter: {
+      allowed_fields: ['q', 'status'],
+      field_rules: { q: { type: 'string', max_length: 64, pattern: '^[a-z ]*$' }, status: { type: 'string', allowed_values: ['open', 'closed'] } },
+    },
     pseudo_querys: [{ select: 'core_groups', columns: ['id', 'name'], order_by: 'id', limit: 5 }],
   });
   const versions = values.edit === 'rename' ? [version] : Array.from({ length: version + 1 }, (_, v) => v);
-  return JSON.stringify({ name, type: 'app', endpoints: [...versions.map((v) => endpoint(`v${v}`)), endpoint('a'), endpoint('b'), endpoint('c'), endpoint('d')] }, null, 2);
+  return JSON.stringify(
+    { name, type: 'app', endpoints: [...versions.map((v) => endpoint(`v${v}`)), endpoint('a'), endpoint('b'), endpoint('c'), endpoint('d')] },
+    null,
+    2,
+  );
 }
 
 function saveAtomically(dir, file, text) {
@@ -60,13 +67,20 @@ async function measure(fileCount, trials) {
   await db.destroy();
   const port = await freePort();
   const config = path.join(work, 'tkgate.json');
-  writeFileSync(config, JSON.stringify({
-    server: { port },
-    db: { client: 'sqlite', filename },
-    toolkits: { dir, watch: true },
-    sessions: { persist: false },
-  }));
-  const gateway = await startProcess(process.execPath, [values.bin, 'start', '--config', config], { cwd: work, ready: (line) => line.includes('"listening"'), timeoutMs: 60_000 });
+  writeFileSync(
+    config,
+    JSON.stringify({
+      server: { port },
+      db: { client: 'sqlite', filename },
+      toolkits: { dir, watch: true },
+      sessions: { persist: false },
+    }),
+  );
+  const gateway = await startProcess(process.execPath, [values.bin, 'start', '--config', config], {
+    cwd: work,
+    ready: (line) => line.includes('"listening"'),
+    timeoutMs: 60_000,
+  });
   try {
     const base = `http://127.0.0.1:${port}/api`;
     const login = await fetch(`${base}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(USER) });
@@ -89,7 +103,15 @@ async function measure(fileCount, trials) {
       results.push(performance.now() - started);
       if (values.verbose) console.error(`edit ${version}: ${results.at(-1).toFixed(0)} ms`);
     }
-    if (values.verbose) console.error(gateway.output().split('\n').filter((line) => line.includes('toolkit')).slice(-60).join('\n'));
+    if (values.verbose)
+      console.error(
+        gateway
+          .output()
+          .split('\n')
+          .filter((line) => line.includes('toolkit'))
+          .slice(-60)
+          .join('\n'),
+      );
     return results;
   } finally {
     await gateway.stop();

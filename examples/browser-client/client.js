@@ -84,7 +84,10 @@ async function listEndpoints() {
   const sections = new Map();
   for (const tag of document.tags ?? []) {
     if (tag.name === 'auth') continue;
-    sections.set(tag.name, element('section', { className: 'toolkit' }, [element('h2', { textContent: tag.name }), element('p', { textContent: tag.description ?? '' })]));
+    sections.set(
+      tag.name,
+      element('section', { className: 'toolkit' }, [element('h2', { textContent: tag.name }), element('p', { textContent: tag.description ?? '' })]),
+    );
   }
   for (const [path, item] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(item)) {
@@ -97,7 +100,8 @@ async function listEndpoints() {
 
 /** The fields of an operation: query parameters for GET, the JSON body's properties for POST. */
 function fieldsOf(method, operation) {
-  if (method === 'GET') return (operation.parameters ?? []).map((parameter) => ({ name: parameter.name, schema: parameter.schema ?? {}, required: parameter.required }));
+  if (method === 'GET')
+    return (operation.parameters ?? []).map((parameter) => ({ name: parameter.name, schema: parameter.schema ?? {}, required: parameter.required }));
   const content = operation.requestBody?.content ?? {};
   const schema = (content['application/json'] ?? Object.values(content)[0])?.schema ?? {};
   return Object.entries(schema.properties ?? {}).map(([name, field]) => ({ name, schema: field, required: (schema.required ?? []).includes(name) }));
@@ -124,7 +128,10 @@ function fieldInput({ name, schema, required }) {
   let input;
   if (schema.enum || schema.type === 'boolean') {
     const choices = schema.enum ?? [true, false];
-    input = element('select', {}, [element('option', { value: '', textContent: '(none)' }), ...choices.map((value) => element('option', { value: JSON.stringify(value), textContent: String(value) }))]);
+    input = element('select', {}, [
+      element('option', { value: '', textContent: '(none)' }),
+      ...choices.map((value) => element('option', { value: JSON.stringify(value), textContent: String(value) })),
+    ]);
     input.dataset.json = 'true';
   } else {
     input = element('input', { type: schema.type === 'integer' || schema.type === 'number' ? 'number' : 'text' });
@@ -166,8 +173,14 @@ async function callEndpoint(form, path, method, fields) {
   try {
     const reply =
       method === 'GET'
-        ? await callGateway('GET', path, { query: values.filter(([, input]) => input.value !== '').map(([name, input]) => [name, input.dataset.json === 'true' ? String(JSON.parse(input.value)) : input.value]) })
-        : await callGateway('POST', path, { json: Object.fromEntries(values.map(([name, input]) => [name, jsonValue(input)]).filter(([, value]) => value !== undefined)) });
+        ? await callGateway('GET', path, {
+            query: values
+              .filter(([, input]) => input.value !== '')
+              .map(([name, input]) => [name, input.dataset.json === 'true' ? String(JSON.parse(input.value)) : input.value]),
+          })
+        : await callGateway('POST', path, {
+            json: Object.fromEntries(values.map(([name, input]) => [name, jsonValue(input)]).filter(([, value]) => value !== undefined)),
+          });
     showResult(result, reply);
     if (reply.status === 401) {
       session.token = null;
@@ -181,10 +194,17 @@ async function callEndpoint(form, path, method, fields) {
 function showResult(result, reply) {
   result.hidden = false;
   result.classList.toggle('failed', reply.status >= 400);
-  const meta = element('p', { className: 'meta' }, [`HTTP ${reply.status} · X-Request-Id: `, element('code', { className: 'request-id', textContent: reply.requestId ?? '(not readable)' })]);
+  const meta = element('p', { className: 'meta' }, [
+    `HTTP ${reply.status} · X-Request-Id: `,
+    element('code', { className: 'request-id', textContent: reply.requestId ?? '(not readable)' }),
+  ]);
   if (reply.body instanceof Blob) {
     const name = /filename="?([^";]+)"?/.exec(reply.disposition ?? '')?.[1] ?? 'download';
-    const link = element('a', { href: URL.createObjectURL(reply.body), download: name, textContent: `${name} (${reply.body.size} bytes, ${reply.type || 'no type'})` });
+    const link = element('a', {
+      href: URL.createObjectURL(reply.body),
+      download: name,
+      textContent: `${name} (${reply.body.size} bytes, ${reply.type || 'no type'})`,
+    });
     result.replaceChildren(meta, element('pre', { className: 'envelope' }, [link]));
     return;
   }

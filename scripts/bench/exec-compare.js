@@ -22,7 +22,11 @@ function cpu(pid) {
 }
 const helperPids = (gatewayPid) => {
   try {
-    return execFileSync('pgrep', ['-f', `spawn-helper(\\.js)? ${gatewayPid}$`]).toString().trim().split('\n').map(Number);
+    return execFileSync('pgrep', ['-f', `spawn-helper(\\.js)? ${gatewayPid}$`])
+      .toString()
+      .trim()
+      .split('\n')
+      .map(Number);
   } catch {
     return [];
   }
@@ -42,7 +46,10 @@ function sample(target) {
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tkgate-exec-compare-'));
 const upstreamPort = await freePort();
-const upstream = await startProcess(process.execPath, [path.join(here, 'servers/upstream.js')], { env: { PORT: String(upstreamPort) }, ready: (line) => line.startsWith('ready') });
+const upstream = await startProcess(process.execPath, [path.join(here, 'servers/upstream.js')], {
+  env: { PORT: String(upstreamPort) },
+  ready: (line) => line.startsWith('ready'),
+});
 const tinyScript = writeTinyScript(dir);
 const targets = [];
 for (const spawner of ['native', 'node']) {
@@ -51,7 +58,14 @@ for (const spawner of ['native', 'node']) {
   mkdirSync(gatewayDir);
   const { config } = await prepareGateway(gatewayDir, { upstreamPort, tinyScript });
   const gateway = await startTkgate(config);
-  targets.push({ name: `tkgate ${spawner}`, pid: gateway.pid, helpers: true, url: `${gateway.base}/tk/app/bench/tiny`, headers: ['-H', `Authorization: Bearer ${await login(gateway.base)}`], stop: gateway.stop });
+  targets.push({
+    name: `tkgate ${spawner}`,
+    pid: gateway.pid,
+    helpers: true,
+    url: `${gateway.base}/tk/app/bench/tiny`,
+    headers: ['-H', `Authorization: Bearer ${await login(gateway.base)}`],
+    stop: gateway.stop,
+  });
 }
 const webhookPort = await freePort();
 const webhook = await startWebhook(dir, webhookPort, tinyScript);
@@ -71,7 +85,14 @@ try {
       const p99ms = Number(p99[1]) * { us: 0.001, ms: 1, s: 1000 }[p99[2]];
       const non2xx = Number(output.match(/Non-2xx or 3xx responses: (\d+)/)?.[1] ?? 0);
       const per = (ms) => (ms * 1000) / (rps * 8);
-      const row = { rps, p99ms, own: per(after.own - before.own), helpers: per(after.helpers - before.helpers), commands: per(after.commands - before.commands), non2xx };
+      const row = {
+        rps,
+        p99ms,
+        own: per(after.own - before.own),
+        helpers: per(after.helpers - before.helpers),
+        commands: per(after.commands - before.commands),
+        non2xx,
+      };
       results.get(target.name).push(row);
       process.stdout.write(
         `round ${round} ${target.name.padEnd(14)} ${rps.toFixed(0).padStart(5)} req/s  p99 ${p99ms.toFixed(1).padStart(6)} ms  CPU µs/req: server ${row.own.toFixed(0)}, helpers ${row.helpers.toFixed(0)}, commands ${row.commands.toFixed(0)}${non2xx ? `  NON-2XX ${non2xx}` : ''}\n`,
@@ -85,6 +106,8 @@ try {
 const range = (rows, key, digits = 0) => `${Math.min(...rows.map((r) => r[key])).toFixed(digits)}-${Math.max(...rows.map((r) => r[key])).toFixed(digits)}`;
 process.stdout.write('\nranges over rounds:\n');
 for (const [name, rows] of results) {
-  process.stdout.write(`${name.padEnd(14)} ${range(rows, 'rps')} req/s, p99 ${range(rows, 'p99ms', 1)} ms, CPU µs/req server ${range(rows, 'own')} + helpers ${range(rows, 'helpers')} (+ commands ${range(rows, 'commands')})\n`);
+  process.stdout.write(
+    `${name.padEnd(14)} ${range(rows, 'rps')} req/s, p99 ${range(rows, 'p99ms', 1)} ms, CPU µs/req server ${range(rows, 'own')} + helpers ${range(rows, 'helpers')} (+ commands ${range(rows, 'commands')})\n`,
+  );
 }
 writeFileSync(path.join(dir, 'results.json'), JSON.stringify(Object.fromEntries(results), null, 2));

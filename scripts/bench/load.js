@@ -30,7 +30,13 @@ function runAutocannon({ url, method = 'GET', headers = {}, body, connections, d
   return new Promise((resolve, reject) => {
     autocannon({ url, method, headers, body, connections, duration: durationS, overallRate: rate }, (err, result) => {
       if (err) return reject(err);
-      resolve({ rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.timeouts, non2xx: result.non2xx });
+      resolve({
+        rps: result.requests.average,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        errors: result.errors + result.timeouts,
+        non2xx: result.non2xx,
+      });
     });
   });
 }

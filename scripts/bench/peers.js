@@ -13,7 +13,11 @@ export function ensurePeersInstalled(log) {
   if (existsSync(path.join(peersDir, 'node_modules/fast-gateway')) && existsSync(path.join(peersDir, 'node_modules/express-gateway'))) return true;
   log('installing the peer gateways into bench/peers (first run only)\n');
   try {
-    execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts', '--prefer-offline', '--loglevel=error'], { cwd: peersDir, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300_000 });
+    execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts', '--prefer-offline', '--loglevel=error'], {
+      cwd: peersDir,
+      stdio: ['ignore', 'ignore', 'inherit'],
+      timeout: 300_000,
+    });
     return true;
   } catch (err) {
     log(`peer gateways not installed (${err.message.split('\n')[0]}); their rows are skipped\n`);

@@ -70,7 +70,9 @@ export function startProcess(command, args, { env = {}, cwd, ready = () => false
     (async () => {
       while (!done) {
         if (port && (await canConnect(port))) return succeed('');
-        const line = output().split('\n').find((l) => ready(l));
+        const line = output()
+          .split('\n')
+          .find((l) => ready(l));
         if (line !== undefined) return succeed(line);
         await sleep(25);
       }

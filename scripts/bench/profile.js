@@ -12,7 +12,13 @@ import { freePort, startProcess } from './processes.js';
 import { login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const SCENARIOS = { status: '/auth/status', items: '/tk/app/bench/items?q=disk', json: '/tk/app/bench/json', tiny: '/tk/app/bench/tiny', file: '/tk/app/bench/file' };
+const SCENARIOS = {
+  status: '/auth/status',
+  items: '/tk/app/bench/items?q=disk',
+  json: '/tk/app/bench/json',
+  tiny: '/tk/app/bench/tiny',
+  file: '/tk/app/bench/file',
+};
 const scenario = process.argv[2];
 if (!(scenario in SCENARIOS)) {
   process.stderr.write(`usage: node scripts/bench/profile.js <${Object.keys(SCENARIOS).join('|')}> [--no-profile] [--direct]\n`);
@@ -44,7 +50,10 @@ function selfTime(profile, keyOf, top) {
     const key = keyOf(node.callFrame);
     byKey.set(key, (byKey.get(key) ?? 0) + time);
   }
-  return [...byKey].sort((a, b) => b[1] - a[1]).slice(0, top).map(([key, time]) => `${((100 * time) / total).toFixed(1).padStart(5)}%  ${key}`);
+  return [...byKey]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([key, time]) => `${((100 * time) / total).toFixed(1).padStart(5)}%  ${key}`);
 }
 
 /** Time in samples whose stack holds the function (inclusive), as percentages, highest first. */
@@ -65,7 +74,10 @@ function totalTime(profile, keyOf, top) {
       byKey.set(key, (byKey.get(key) ?? 0) + time);
     }
   });
-  return [...byKey].sort((a, b) => b[1] - a[1]).slice(0, top).map(([key, time]) => `${((100 * time) / total).toFixed(1).padStart(5)}%  ${key}`);
+  return [...byKey]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([key, time]) => `${((100 * time) / total).toFixed(1).padStart(5)}%  ${key}`);
 }
 
 const functionOf = ({ functionName, url, lineNumber }) => `${functionName || '(anonymous)'} ${url.split('/').slice(-2).join('/')}:${lineNumber}`;
@@ -80,7 +92,10 @@ function packageOf({ functionName, url }) {
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tkgate-profile-'));
 const upstreamPort = await freePort();
-const upstream = await startProcess(process.execPath, [path.join(here, 'servers/upstream.js')], { env: { PORT: String(upstreamPort) }, ready: (line) => line.startsWith('ready') });
+const upstream = await startProcess(process.execPath, [path.join(here, 'servers/upstream.js')], {
+  env: { PORT: String(upstreamPort) },
+  ready: (line) => line.startsWith('ready'),
+});
 const { config } = await prepareGateway(dir, { upstreamPort, tinyScript: writeTinyScript(dir) });
 const profileDir = path.join(dir, 'profile');
 const gateway = await startTkgate(config, profiling ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
@@ -89,7 +104,15 @@ try {
   const postScript = path.join(dir, 'post.lua');
   writeFileSync(postScript, 'wrk.method = "POST"\nwrk.body = \'{"q":"disk"}\'\nwrk.headers["Content-Type"] = "application/json"\n');
   const wrk = (seconds) =>
-    execFileSync('wrk', ['-t1', '-c50', `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, ...(scenario === 'json' ? ['-s', postScript] : []), `${gateway.base}${SCENARIOS[scenario]}`]).toString();
+    execFileSync('wrk', [
+      '-t1',
+      '-c50',
+      `-d${seconds}s`,
+      '-H',
+      `Authorization: Bearer ${token}`,
+      ...(scenario === 'json' ? ['-s', postScript] : []),
+      `${gateway.base}${SCENARIOS[scenario]}`,
+    ]).toString();
   wrk(2);
   const before = cpuSplitMs(gateway.pid);
   const output = wrk(8);
@@ -108,7 +131,9 @@ try {
     const upstreamBefore = cpuMs(upstream.pid);
     const directRps = Number(direct(8).match(/Requests\/sec:\s+([\d.]+)/)[1]);
     const upstreamUsed = cpuMs(upstream.pid) - upstreamBefore;
-    process.stdout.write(`upstream direct: ${directRps.toFixed(0)} req/s; upstream CPU ${((upstreamUsed * 1000) / (directRps * 8)).toFixed(1)} µs per request; ratio ${(rps / directRps).toFixed(2)}\n`);
+    process.stdout.write(
+      `upstream direct: ${directRps.toFixed(0)} req/s; upstream CPU ${((upstreamUsed * 1000) / (directRps * 8)).toFixed(1)} µs per request; ratio ${(rps / directRps).toFixed(2)}\n`,
+    );
   }
 } finally {
   await gateway.stop();

@@ -4,7 +4,8 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-const cell = (value, digits = 1) => (value === null || value === undefined || Number.isNaN(value) ? '-' : typeof value === 'number' ? value.toFixed(digits) : String(value));
+const cell = (value, digits = 1) =>
+  value === null || value === undefined || Number.isNaN(value) ? '-' : typeof value === 'number' ? value.toFixed(digits) : String(value);
 
 const HEADER = ['scenario', 'target', 'req/s', 'range', 'p50 ms', 'p99 ms', 'CPU µs/req', 'failed', 'disturbed'];
 
@@ -26,7 +27,10 @@ function tableRows(report) {
 
 function goalLines(report) {
   return report.results.flatMap((result) =>
-    result.goals.map((goal) => `${result.scenario}: ${goal.goal}: ${goal.ratio === null ? '' : `${goal.ratio.toFixed(2)}x, `}${goal.met === null ? 'not judged' : goal.met ? 'met' : 'MISSED'}`),
+    result.goals.map(
+      (goal) =>
+        `${result.scenario}: ${goal.goal}: ${goal.ratio === null ? '' : `${goal.ratio.toFixed(2)}x, `}${goal.met === null ? 'not judged' : goal.met ? 'met' : 'MISSED'}`,
+    ),
   );
 }
 
@@ -34,7 +38,10 @@ function notes(report) {
   const memory = report.results.find((r) => r.rows[0]?.rss_delta_mb !== undefined)?.rows[0];
   const storm = report.results.find((r) => r.scenario.startsWith('6.'));
   const lines = [];
-  if (memory) lines.push(`Memory: ${memory.rss_empty_mb} MB RSS with no sessions, ${memory.peak_rss_mb} MB with the sessions in the database (+${memory.rss_delta_mb} MB), each the lowest reading over ${report.plan.settleMs / 1000} s idle; ${memory.rss_just_loaded_mb} MB right after start.`);
+  if (memory)
+    lines.push(
+      `Memory: ${memory.rss_empty_mb} MB RSS with no sessions, ${memory.peak_rss_mb} MB with the sessions in the database (+${memory.rss_delta_mb} MB), each the lowest reading over ${report.plan.settleMs / 1000} s idle; ${memory.rss_just_loaded_mb} MB right after start.`,
+    );
   if (storm) lines.push(`Login storm: ${cell(storm.rows[0].rps, 0)} logins/s; status p99 ${cell(storm.rows[1].p99)} ms at 200 req/s meanwhile.`);
   lines.push('Disturbed: rounds in which processes outside the bench used more than 10% of a core (the window was measured again, the calmest kept).');
   return lines;
@@ -45,7 +52,9 @@ export function printTable(report) {
   const table = [HEADER, ...rows];
   const widths = HEADER.map((_, i) => Math.max(...table.map((row) => row[i].length)));
   const line = (row) => row.map((c, i) => (i <= 1 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  process.stdout.write(`\n${line(HEADER)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n\n${goalLines(report).join('\n')}\n\n${notes(report).join('\n')}\n`);
+  process.stdout.write(
+    `\n${line(HEADER)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n\n${goalLines(report).join('\n')}\n\n${notes(report).join('\n')}\n`,
+  );
 }
 
 export function writeReports(dir, report) {

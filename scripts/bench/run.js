@@ -39,22 +39,49 @@ const round = (n, digits = 1) => (Number.isFinite(n) ? Number(n.toFixed(digits))
 /** A node server of scripts/bench/servers on a free port, ready when it prints `ready`. */
 async function startServer(script, env = {}) {
   const port = await freePort();
-  const proc = track(await startProcess(process.execPath, [path.join(here, 'servers', script)], { env: { PORT: String(port), ...env }, ready: (l) => l.startsWith('ready'), timeoutMs: 30_000 }));
+  const proc = track(
+    await startProcess(process.execPath, [path.join(here, 'servers', script)], {
+      env: { PORT: String(port), ...env },
+      ready: (l) => l.startsWith('ready'),
+      timeoutMs: 30_000,
+    }),
+  );
   return { ...proc, port, url: `http://127.0.0.1:${port}` };
 }
 
 /** A scenario's goals: a ratio of the target (its first row) to a named row, and the bound it must meet. */
 const goal = (text, against, ratio, met) => ({ text, against, ratio, met });
-const atLeast = (x, against) => goal(`req/s >= ${x}x ${against}`, against, (t, b) => t.rps / b.rps, (r) => r >= x);
-const cpuAtMost = (x, against) => goal(`CPU/req <= ${x}x ${against}`, against, (t, b) => t.cpu_us_per_req / b.cpu_us_per_req, (r) => r <= x);
-const p99AtMost = (x, against) => goal(`p99 <= ${x}x ${against}`, against, (t, b) => t.p99 / b.p99, (r) => r <= x);
+const atLeast = (x, against) =>
+  goal(
+    `req/s >= ${x}x ${against}`,
+    against,
+    (t, b) => t.rps / b.rps,
+    (r) => r >= x,
+  );
+const cpuAtMost = (x, against) =>
+  goal(
+    `CPU/req <= ${x}x ${against}`,
+    against,
+    (t, b) => t.cpu_us_per_req / b.cpu_us_per_req,
+    (r) => r <= x,
+  );
+const p99AtMost = (x, against) =>
+  goal(
+    `p99 <= ${x}x ${against}`,
+    against,
+    (t, b) => t.p99 / b.p99,
+    (r) => r <= x,
+  );
 
 async function main() {
   const results = [];
   const scenario = async (title, entries, goals = []) => {
     log(`${title}\n`);
     const rows = await measureInterleaved(entries.filter(Boolean), PLAN);
-    for (const row of rows) log(`  ${row.name}: ${round(row.rps, 0)} req/s, p99 ${round(row.p99)} ms${row.cpu_us_per_req ? `, ${round(row.cpu_us_per_req, 0)} µs CPU/req` : ''}${row.disturbed_rounds ? ` (${row.disturbed_rounds} disturbed)` : ''}\n`);
+    for (const row of rows)
+      log(
+        `  ${row.name}: ${round(row.rps, 0)} req/s, p99 ${round(row.p99)} ms${row.cpu_us_per_req ? `, ${round(row.cpu_us_per_req, 0)} µs CPU/req` : ''}${row.disturbed_rounds ? ` (${row.disturbed_rounds} disturbed)` : ''}\n`,
+      );
     const target = rows[0];
     const judged = goals.map(({ text, against, ratio, met }) => {
       const baseline = rows.find((row) => row.name === against);
@@ -75,7 +102,17 @@ async function main() {
   const token = await login(gateway.base);
   const auth = { authorization: `Bearer ${token}` };
   const twoWorkers = PLAN.extras ? track(await startTkgate(config, [], { TKGATE_WORKERS: '2' })) : undefined;
-  const context = JSON.stringify({ user_id: 1, username: 'bench', power: 100, core_group_id: null, core_group_name: null, toolkit_group: null, request_id: '00000000-0000-4000-8000-000000000000', payload: {}, db_context: {} });
+  const context = JSON.stringify({
+    user_id: 1,
+    username: 'bench',
+    power: 100,
+    core_group_id: null,
+    core_group_name: null,
+    toolkit_group: null,
+    request_id: '00000000-0000-4000-8000-000000000000',
+    payload: {},
+    db_context: {},
+  });
   const fastGateway = peers ? await startServer('fast-gateway.js', { UPSTREAM_PORT: String(upstream.port), TOKEN: token }) : undefined;
   const tkgate = (name, gw, load) => ({ name, load: { ...load, url: `${gw.base}${load.url}` }, pids: () => [gw.pid] });
   const server = (name, proc, load) => proc && { name, load: { ...load, url: `${proc.url}${load.url}` }, pids: () => [proc.pid] };
@@ -86,12 +123,21 @@ async function main() {
   const status = { url: '/auth/status', headers: auth };
   await scenario(
     '1. GET /auth/status',
-    [tkgate('tkgate', gateway, status), twoWorkers && tkgate('tkgate, workers: 2', twoWorkers, status), server('bare Koa', koa, { url: '/api/auth/status' }), server('fast-gateway (Map token check)', fastGateway, { url: '/api/auth/status', headers: auth })],
+    [
+      tkgate('tkgate', gateway, status),
+      twoWorkers && tkgate('tkgate, workers: 2', twoWorkers, status),
+      server('bare Koa', koa, { url: '/api/auth/status' }),
+      server('fast-gateway (Map token check)', fastGateway, { url: '/api/auth/status', headers: auth }),
+    ],
     [atLeast(0.85, 'bare Koa'), atLeast(1.0, 'fast-gateway (Map token check)')],
   );
 
   // 2. An internal endpoint: auth, nine steps, client_filter, one inject_db_context, a pseudo select on SQLite.
-  await scenario('2. internal endpoint', [tkgate('tkgate', gateway, { url: '/tk/app/bench/items?q=disk', headers: auth }), server('bare Koa', koa, { url: '/api/tk/app/bench/items?q=disk' })], [atLeast(0.6, 'bare Koa')]);
+  await scenario(
+    '2. internal endpoint',
+    [tkgate('tkgate', gateway, { url: '/tk/app/bench/items?q=disk', headers: auth }), server('bare Koa', koa, { url: '/api/tk/app/bench/items?q=disk' })],
+    [atLeast(0.6, 'bare Koa')],
+  );
 
   // 3. An http endpoint (JSON) to a raw node:http upstream: vs. the upstream direct, the simplest proxy, and the peers.
   {
@@ -112,7 +158,12 @@ async function main() {
         server('upstream direct', upstream, { url: '/json', ...direct }),
         server('bare Koa + undici proxy (no auth)', koaProxy, { url: '/json', ...direct }),
         server('fast-gateway (Map token check)', fastGateway, { url: '/json', ...jsonPost }),
-        expressGateway && server('express-gateway (key-auth)', expressGateway, { url: '/json', ...direct, headers: { ...direct.headers, authorization: expressGateway.apiKey } }),
+        expressGateway &&
+          server('express-gateway (key-auth)', expressGateway, {
+            url: '/json',
+            ...direct,
+            headers: { ...direct.headers, authorization: expressGateway.apiKey },
+          }),
         server('Caddy reverse_proxy (no auth)', caddy, { url: '/json', ...direct }),
         server('nginx proxy_pass (no auth)', nginx, { url: '/json', ...direct }),
       ],
@@ -124,12 +175,23 @@ async function main() {
   await twoWorkers?.stop();
 
   // 4. An http passthrough of a 1 MB body, vs. the upstream directly.
-  await scenario('4. http passthrough 1 MB', [tkgate('tkgate', gateway, { url: '/tk/app/bench/file', headers: auth, connections: 10 }), server('upstream direct', upstream, { url: '/1mb', connections: 10 })], [atLeast(0.4, 'upstream direct')]);
+  await scenario(
+    '4. http passthrough 1 MB',
+    [
+      tkgate('tkgate', gateway, { url: '/tk/app/bench/file', headers: auth, connections: 10 }),
+      server('upstream direct', upstream, { url: '/1mb', connections: 10 }),
+    ],
+    [atLeast(0.4, 'upstream direct')],
+  );
 
   // 5. An exec endpoint running a tiny script, vs. adnanh/webhook running the same script.
   {
     const webhook = webhookInstalled() ? await startPeerServer((port) => startWebhook(dir, port, tinyScript)) : undefined;
-    await scenario('5. exec endpoint', [tkgate('tkgate', gateway, { url: '/tk/app/bench/tiny', headers: auth }), server('webhook', webhook, { url: '/hooks/tiny' })], [atLeast(0.8, 'webhook'), p99AtMost(2, 'webhook')]);
+    await scenario(
+      '5. exec endpoint',
+      [tkgate('tkgate', gateway, { url: '/tk/app/bench/tiny', headers: auth }), server('webhook', webhook, { url: '/hooks/tiny' })],
+      [atLeast(0.8, 'webhook'), p99AtMost(2, 'webhook')],
+    );
     await webhook?.stop();
   }
 
@@ -138,12 +200,23 @@ async function main() {
     log('6. login storm\n');
     const stopSampling = sampleRss(gateway.pid);
     const [logins, statusDuring] = await Promise.all([
-      runLoad({ url: `${gateway.base}/auth/login`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(STORM_USER), connections: 16, durationS: PLAN.stormS, force: 'autocannon' }),
+      runLoad({
+        url: `${gateway.base}/auth/login`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(STORM_USER),
+        connections: 16,
+        durationS: PLAN.stormS,
+        force: 'autocannon',
+      }),
       runLoad({ url: `${gateway.base}/auth/status`, headers: auth, connections: 10, durationS: PLAN.stormS, rate: 200 }),
     ]);
     results.push({
       scenario: '6. login storm',
-      rows: [{ name: 'logins', ...logins, peak_rss_mb: round(stopSampling()) }, { name: 'status at 200 req/s meanwhile', ...statusDuring }],
+      rows: [
+        { name: 'logins', ...logins, peak_rss_mb: round(stopSampling()) },
+        { name: 'status at 200 req/s meanwhile', ...statusDuring },
+      ],
       goals: [{ goal: 'status p99 < 20 ms', ratio: null, met: mode === 'smoke' ? null : statusDuring.p99 < 20 }],
     });
   }
@@ -164,14 +237,31 @@ async function main() {
     const perHundredThousand = ((rssFull - rssEmpty) * 100_000) / PLAN.sessions;
     results.push({
       scenario: `7. memory: ${PLAN.sessions.toLocaleString('en')} sessions`,
-      rows: [{ name: 'tkgate', peak_rss_mb: round(rssFull), rss_empty_mb: round(rssEmpty), rss_delta_mb: round(rssFull - rssEmpty), rss_just_loaded_mb: round(rssLoaded) }],
+      rows: [
+        {
+          name: 'tkgate',
+          peak_rss_mb: round(rssFull),
+          rss_empty_mb: round(rssEmpty),
+          rss_delta_mb: round(rssFull - rssEmpty),
+          rss_just_loaded_mb: round(rssLoaded),
+        },
+      ],
       goals: [{ goal: '< 60 MB for 100k', ratio: null, met: mode === 'smoke' ? null : perHundredThousand < 60 }],
     });
   }
 
   await upstream.stop();
   await koa.stop();
-  const report = { mode, load_generator: loadGenerator, connections: PLAN.connections, cores: cpus().length, node: process.version, date: new Date().toISOString(), plan: PLAN, results };
+  const report = {
+    mode,
+    load_generator: loadGenerator,
+    connections: PLAN.connections,
+    cores: cpus().length,
+    node: process.version,
+    date: new Date().toISOString(),
+    plan: PLAN,
+    results,
+  };
   printTable(report);
   mkdirSync(outDir, { recursive: true });
   writeReports(outDir, report);
@@ -187,7 +277,11 @@ async function startPeerServer(start) {
 
 async function startExpressGateway(upstreamPort) {
   const adminPort = await freePort();
-  const eg = await startServer('express-gateway.js', { ADMIN_PORT: String(adminPort), UPSTREAM_PORT: String(upstreamPort), DIR: path.join(dir, 'express-gateway') });
+  const eg = await startServer('express-gateway.js', {
+    ADMIN_PORT: String(adminPort),
+    UPSTREAM_PORT: String(upstreamPort),
+    DIR: path.join(dir, 'express-gateway'),
+  });
   return { ...eg, apiKey: eg.line.split(' ').slice(2).join(' ') };
 }
 

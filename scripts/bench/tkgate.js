@@ -65,13 +65,22 @@ export async function prepareGateway(dir, { upstreamPort, tinyScript }) {
   const toolkits = path.join(dir, 'toolkits');
   mkdirSync(toolkits, { recursive: true });
   writeFileSync(path.join(toolkits, 'bench.json'), JSON.stringify(toolkit(upstreamPort, tinyScript), null, 2));
-  const settings = (transport) => JSON.stringify({
+  const settings = (transport) =>
+    JSON.stringify({
       server: { host: '127.0.0.1', port: 0 },
       db: { client: 'sqlite', filename },
       sessions: { max_per_user: 200 },
       auth: { login_max_failures: 1_000_000 },
       toolkits: { dir: toolkits, watch: false },
-      plugin_options: { '@tkgate/plugin-exec': { max_processes: 16, max_queue: 1024, spawn_helpers: Number(process.env.BENCH_SPAWN_HELPERS ?? 2), spawner: process.env.BENCH_SPAWNER ?? 'auto' }, '@tkgate/plugin-http': { transport } },
+      plugin_options: {
+        '@tkgate/plugin-exec': {
+          max_processes: 16,
+          max_queue: 1024,
+          spawn_helpers: Number(process.env.BENCH_SPAWN_HELPERS ?? 2),
+          spawner: process.env.BENCH_SPAWNER ?? 'auto',
+        },
+        '@tkgate/plugin-http': { transport },
+      },
       log: { level: 'warn' },
       metrics: { port: 0 },
     });

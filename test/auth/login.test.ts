@@ -58,7 +58,9 @@ for (const dialect of dialects) {
         const reply = await call('POST', url, options);
         expect(reply.status, JSON.stringify(options)).to.equal(400);
         expect(reply.body.error.code).to.equal('invalid_payload');
-        expect(reply.body.error.details).to.deep.include.members([{ field, rule, message: reply.body.error.details.find((d: { field: string }) => d.field === field)?.message }]);
+        expect(reply.body.error.details).to.deep.include.members([
+          { field, rule, message: reply.body.error.details.find((d: { field: string }) => d.field === field)?.message },
+        ]);
       }
     });
 

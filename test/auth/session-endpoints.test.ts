@@ -6,7 +6,11 @@ import { withGateway } from '../support/suite.js';
 
 for (const dialect of dialects) {
   describe(`logout, status and clear-sessions (${dialect.name})`, () => {
-    const s = withGateway(dialect, [{ username: 'root', power: 100 }, { username: 'bob', power: 5 }, { username: 'carol', power: 99 }]);
+    const s = withGateway(dialect, [
+      { username: 'root', power: 100 },
+      { username: 'bob', power: 5 },
+      { username: 'carol', power: 99 },
+    ]);
 
     it('status reports the live session and its times without a write', async () => {
       const loginReply = await s.auth.login('bob', passwordOf('bob'));

@@ -30,7 +30,14 @@ describe('npm run bench -- --smoke', function () {
     for (const number of ['1', '2', '3', '4', '5', '6', '7']) expect(scenarios, number).to.include(number);
 
     const proxyRows = report.results.find((r) => r.scenario.startsWith('3.'))!.rows.map((row) => row.name);
-    for (const peer of ['tkgate', 'tkgate, workers: 2', 'upstream direct', 'bare Koa + undici proxy (no auth)', 'fast-gateway (Map token check)', 'express-gateway (key-auth)']) {
+    for (const peer of [
+      'tkgate',
+      'tkgate, workers: 2',
+      'upstream direct',
+      'bare Koa + undici proxy (no auth)',
+      'fast-gateway (Map token check)',
+      'express-gateway (key-auth)',
+    ]) {
       expect(proxyRows, 'rows of the http scenario').to.include(peer);
     }
     expect(report.results.find((r) => r.scenario.startsWith('1.'))!.rows.map((row) => row.name)).to.include('fast-gateway (Map token check)');

@@ -74,7 +74,7 @@ for (const dialect of dialects) {
       await page.waitForSelector('#who:has-text("Logged in as uma")');
       const form = page.locator('form[data-operation="tk.app.desk.echo.get"]');
       await form.waitFor();
-      expect(await page.locator('form[data-operation^="tk.app.desk.vault"]').count(), 'above the caller\'s power').to.equal(0);
+      expect(await page.locator('form[data-operation^="tk.app.desk.vault"]').count(), "above the caller's power").to.equal(0);
       expect(await form.locator('.required').allTextContents()).to.deep.equal(['q (≤ 20)']);
 
       await form.locator('input[name="q"]').fill('hello');

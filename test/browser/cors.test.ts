@@ -36,11 +36,18 @@ function expectActualAnswer(reply: Reply, allowOrigin: string, what: string): vo
 
 for (const dialect of dialects) {
   describe(`CORS (${dialect.name})`, () => {
-    const s = withGateway(dialect, [{ username: 'cora' }], { server: { port: 0, cors: { origins: [LISTED, 'http://other.example.test'] } } }, { toolkitsDir: toolkitDir({ 'desk.yaml': desk }) });
+    const s = withGateway(
+      dialect,
+      [{ username: 'cora' }],
+      { server: { port: 0, cors: { origins: [LISTED, 'http://other.example.test'] } } },
+      { toolkitsDir: toolkitDir({ 'desk.yaml': desk }) },
+    );
     const root = () => new URL(s.gateway.base).origin;
 
     it("answers a listed origin's preflight with 204 before authentication, on every route", async () => {
-      const urls = ['/tk/app/desk/echo', '/tk/app/nothing/here', '/auth/login', '/auth/logout', '/openapi.json', '/no/such/route'].map((path) => s.gateway.base + path);
+      const urls = ['/tk/app/desk/echo', '/tk/app/nothing/here', '/auth/login', '/auth/logout', '/openapi.json', '/no/such/route'].map(
+        (path) => s.gateway.base + path,
+      );
       for (const url of [...urls, `${root()}/healthz`]) {
         const reply = await preflight(url, LISTED);
         expect(reply.status, url).to.equal(204);

@@ -47,7 +47,11 @@ for (const dialect of dialects) {
       const added = await cli(['user', 'add', 'uma', '--power', '42', '--group', 'ops', '--password-stdin'], 'uma-password\nignored second line\n');
       expect(added.code, added.stderr).to.equal(0);
       expect(added.stdout).to.match(/^user uma added \(id \d+\)\n$/);
-      const row = await bed.db('users').leftJoin('core_groups', 'core_groups.id', 'users.core_group_id').where({ username: 'uma' }).first('power', 'password_hash', 'name', 'disabled');
+      const row = await bed
+        .db('users')
+        .leftJoin('core_groups', 'core_groups.id', 'users.core_group_id')
+        .where({ username: 'uma' })
+        .first('power', 'password_hash', 'name', 'disabled');
       expect(row.power).to.equal(42);
       expect(row.name).to.equal('ops');
       expect(Boolean(row.disabled)).to.equal(false);
@@ -107,7 +111,10 @@ for (const dialect of dialects) {
 
       expect((await cli(['group', 'assoc', 'notes', 'devs', 'editor'])).code).to.equal(0);
       expect((await cli(['group', 'assoc', 'notes', 'devs', 'viewer'])).code).to.equal(0);
-      const assoc = await bed.db('jde_associations').join('core_groups', 'core_groups.id', 'jde_associations.core_group_id').select('toolkit', 'name', 'toolkit_group');
+      const assoc = await bed
+        .db('jde_associations')
+        .join('core_groups', 'core_groups.id', 'jde_associations.core_group_id')
+        .select('toolkit', 'name', 'toolkit_group');
       expect(assoc).to.deep.equal([{ toolkit: 'notes', name: 'devs', toolkit_group: 'viewer' }]);
 
       expect((await cli(['group', 'override', 'notes', 'uma', 'admin'])).code).to.equal(0);

@@ -21,8 +21,23 @@ describe('tkgate CLI: version, help, suggestions and option errors', () => {
     const overview = await runCli(['help']);
     expect(overview.code).to.equal(0);
     const names = [...overview.stdout.matchAll(/^ {2}tkgate ((?:[a-z]+)(?: [a-z]+)?)/gm)].map((match) => match[1]!.replace(/ [A-Z].*$/, ''));
-    const commands = names.map((name) => name.split(' ').filter((word) => /^[a-z]+$/.test(word)).join(' '));
-    expect(commands).to.include.members(['start', 'migrate', 'user add', 'user passwd', 'user list', 'group assoc', 'sessions clear', 'config check', 'example setup']);
+    const commands = names.map((name) =>
+      name
+        .split(' ')
+        .filter((word) => /^[a-z]+$/.test(word))
+        .join(' '),
+    );
+    expect(commands).to.include.members([
+      'start',
+      'migrate',
+      'user add',
+      'user passwd',
+      'user list',
+      'group assoc',
+      'sessions clear',
+      'config check',
+      'example setup',
+    ]);
     // Every command's --help, and help for the groups and one command; four at a time (each run loads all of tkgate).
     const runs: Array<[string[], RegExp]> = [
       ...commands.map((command): [string[], RegExp] => [[...command.split(' '), '--help'], new RegExp(`^usage: tkgate ${command}( |\\n)[^]*\\n {2}\\S`)]),

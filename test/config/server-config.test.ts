@@ -48,7 +48,13 @@ describe('server configuration', () => {
     const db = sqliteIn(dir);
     const added = await runCli(['user', 'add', 'tess', '--password-stdin', '--config', writeConfig({ db }, tempDir())], { stdin: 'tess-password\n' });
     expect(added.code, added.stderr).to.equal(0);
-    const cases: Array<[string | number, number]> = [['2h', 7_200_000], ['30m', 1_800_000], ['45s', 45_000], [90, 90_000], ['1500ms', 1_500]];
+    const cases: Array<[string | number, number]> = [
+      ['2h', 7_200_000],
+      ['30m', 1_800_000],
+      ['45s', 45_000],
+      [90, 90_000],
+      ['1500ms', 1_500],
+    ];
     for (const [idle, expectedMs] of cases) {
       const gateway = await startGateway({ cwd: dir, config: { db, sessions: { idle_timeout: idle } } });
       const before = Date.now();
@@ -132,10 +138,17 @@ describe('server configuration', () => {
       expect(await thirdFailureStatus({ TKGATE_TRUST_PROXY: 'True' })).to.equal(401);
     });
 
-    for (const [variable, value] of [['TKGATE_TRUST_PROXY', 'no'], ['TKGATE_PERSIST_SESSIONS', 'off'], ['TKGATE_LOG_ACCESS', 'yes']]) {
+    for (const [variable, value] of [
+      ['TKGATE_TRUST_PROXY', 'no'],
+      ['TKGATE_PERSIST_SESSIONS', 'off'],
+      ['TKGATE_LOG_ACCESS', 'yes'],
+    ]) {
       it(`refuses to start on ${variable}=${value}, with one line naming the variable`, async () => {
         const dir = tempDir();
-        const result = await runCli(['start', '--config', writeConfig({ db: sqliteIn(dir), metrics: { port: 0 } }, dir)], { env: { [variable]: value! }, cwd: dir });
+        const result = await runCli(['start', '--config', writeConfig({ db: sqliteIn(dir), metrics: { port: 0 } }, dir)], {
+          env: { [variable]: value! },
+          cwd: dir,
+        });
         expect(result.code).to.equal(1);
         expect(result.stdout).to.equal('');
         expect(result.stderr.trim().split('\n')).to.have.length(1);

@@ -20,7 +20,9 @@ for (const dialect of dialects) {
       const config = writeConfig({ db: s.bed.dbConfig });
       const created = await runCli(['example', 'setup', '--config', config]);
       expect(created.code, created.stderr).to.equal(0);
-      const added = await runCli(['user', 'add', 'admin', '--power', '100', '--group', 'ops', '--password-stdin', '--config', config], { stdin: 'correct horse\n' });
+      const added = await runCli(['user', 'add', 'admin', '--power', '100', '--group', 'ops', '--password-stdin', '--config', config], {
+        stdin: 'correct horse\n',
+      });
       expect(added.code, added.stderr).to.equal(0);
       const check = await runCli(['config', 'check', path.join(repoRoot, 'config/toolkits'), '--config', config]);
       expect(check.code, check.stdout + check.stderr).to.equal(0);

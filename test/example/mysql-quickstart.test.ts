@@ -33,20 +33,32 @@ const mysql = dialects.find((dialect) => dialect.name === 'mysql');
     writeFileSync(file, JSON.stringify(config));
 
     // The README's commands, from the checkout (config/default.json and config/toolkits as shipped).
-    for (const command of ['npx tkgate example setup --config maria.json', "echo 'correct horse' | npx tkgate user add admin --power 100 --group ops --password-stdin --config maria.json", 'npm start -- --config maria.json']) {
+    for (const command of [
+      'npx tkgate example setup --config maria.json',
+      "echo 'correct horse' | npx tkgate user add admin --power 100 --group ops --password-stdin --config maria.json",
+      'npm start -- --config maria.json',
+    ]) {
       expect(section).to.include(command);
     }
     const setup = await runCli(['example', 'setup', '--config', file], { cwd: repoRoot });
     expect(setup.code, setup.stderr).to.equal(0);
     expect(setup.stdout).to.equal('created the example table notes\n');
     expect(await bed.db.schema.hasTable('notes')).to.equal(true);
-    const added = await runCli(['user', 'add', 'admin', '--power', '100', '--group', 'ops', '--password-stdin', '--config', file], { cwd: repoRoot, stdin: 'correct horse\n' });
+    const added = await runCli(['user', 'add', 'admin', '--power', '100', '--group', 'ops', '--password-stdin', '--config', file], {
+      cwd: repoRoot,
+      stdin: 'correct horse\n',
+    });
     expect(added.code, added.stderr).to.equal(0);
 
     // `npm start -- --config maria.json` runs scripts/start-example.js after the build; ports from the environment, so runs never collide.
     const script = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')).scripts.start as string;
     expect(script).to.match(/node scripts\/start-example\.js$/);
-    gateway = await startGateway({ config: {}, cwd: repoRoot, command: [path.join(repoRoot, 'scripts/start-example.js'), '--config', file], env: { TKGATE_PORT: '0', TKGATE_METRICS_PORT: '0' } });
+    gateway = await startGateway({
+      config: {},
+      cwd: repoRoot,
+      command: [path.join(repoRoot, 'scripts/start-example.js'), '--config', file],
+      env: { TKGATE_PORT: '0', TKGATE_METRICS_PORT: '0' },
+    });
     const listening = gateway.logs.find((line) => line.msg === 'listening')!;
     expect(listening).to.deep.include({ config: file, toolkits: ['notes'] });
     expect(String(listening.database)).to.match(/^mysql:\/\/root@127\.0\.0\.1:\d+\/tkgate_t/);

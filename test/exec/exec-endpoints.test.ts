@@ -24,7 +24,14 @@ const countDir = path.join(work, 'running');
 mkdirSync(countDir);
 const marker = path.join(work, 'injected');
 
-const exec = (pathName: string, command: unknown, extra: Record<string, unknown> = {}) => ({ path: pathName, method: ['GET', 'POST'], type: 'exec', command, timeout: '5s', ...extra });
+const exec = (pathName: string, command: unknown, extra: Record<string, unknown> = {}) => ({
+  path: pathName,
+  method: ['GET', 'POST'],
+  type: 'exec',
+  command,
+  timeout: '5s',
+  ...extra,
+});
 const tools = {
   name: 'tools',
   type: 'app',
@@ -52,22 +59,33 @@ const tools = {
 mkdirSync(path.join(work, 'tiny'));
 mkdirSync(path.join(work, 'shared'));
 
-
 /** Every dialect on the default spawner (the native helper when built), and the Node helpers on one dialect. */
 const runs = [...dialects.map((dialect) => ({ dialect, spawner: 'auto' })), { dialect: dialects[0]!, spawner: 'node' }];
 for (const { dialect, spawner } of runs) {
   describe(`exec endpoints (${dialect.name}, spawner ${spawner})`, () => {
-    const s = withGateway(dialect, [{ username: 'yara', power: 3 }], { plugin_options: { '@tkgate/plugin-exec': { max_processes: 8, spawner } } }, {
-      toolkitsDir: toolkitDir({ 'tools.yaml': tools }),
-    });
+    const s = withGateway(
+      dialect,
+      [{ username: 'yara', power: 3 }],
+      { plugin_options: { '@tkgate/plugin-exec': { max_processes: 8, spawner } } },
+      {
+        toolkitsDir: toolkitDir({ 'tools.yaml': tools }),
+      },
+    );
     const client = async () => toolkitClient(s.gateway.base, await s.login('yara'));
 
     it('appends the context JSON as the last argument and answers JSON stdout as data', async () => {
       const reply = await (await client()).post('tools', 'json', { q: 'x' });
       expect(reply.status).to.equal(200);
       expect(reply.body.data).to.deep.equal({
-        user_id: s.ids.yara, username: 'yara', power: 3, core_group_id: null, core_group_name: null, toolkit_group: null,
-        request_id: reply.headers.get('x-request-id'), payload: { q: 'x' }, db_context: {},
+        user_id: s.ids.yara,
+        username: 'yara',
+        power: 3,
+        core_group_id: null,
+        core_group_name: null,
+        toolkit_group: null,
+        request_id: reply.headers.get('x-request-id'),
+        payload: { q: 'x' },
+        db_context: {},
       });
     });
 
@@ -107,7 +125,9 @@ for (const { dialect, spawner } of runs) {
     it('kills the process group when the client goes away', async () => {
       const token = await s.login('yara');
       const controller = new AbortController();
-      const request = fetch(`${s.gateway.base}/tk/app/tools/abandon`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal }).catch(() => 'aborted');
+      const request = fetch(`${s.gateway.base}/tk/app/tools/abandon`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal }).catch(
+        () => 'aborted',
+      );
       const pidFile = path.join(work, 'abandoned.pid');
       rmSync(pidFile, { force: true });
       for (let i = 0; i < 50 && !existsSync(pidFile); i++) await sleep(20);
@@ -127,7 +147,10 @@ for (const { dialect, spawner } of runs) {
 
     it('gives the command only its configured environment plus PATH, in its cwd', async () => {
       const output: string = (await (await client()).get('tools', 'env')).body.data.output;
-      const names = output.trim().split('\n').map((line) => line.split('=')[0]);
+      const names = output
+        .trim()
+        .split('\n')
+        .map((line) => line.split('=')[0]);
       expect(output).to.include('GREETING=hello\n');
       expect(output).to.match(/^PATH=/m);
       expect(output).to.include(`PWD=${work}`);
@@ -182,7 +205,11 @@ for (const { dialect, spawner } of runs) {
 
     it('replaces a spawn helper that dies, failing only the runs it held', async () => {
       const { execFileSync } = await import('node:child_process');
-      const helpers = execFileSync('pgrep', ['-f', `spawn-helper(\\.js)? ${s.gateway.child.pid}$`]).toString().trim().split('\n').map(Number);
+      const helpers = execFileSync('pgrep', ['-f', `spawn-helper(\\.js)? ${s.gateway.child.pid}$`])
+        .toString()
+        .trim()
+        .split('\n')
+        .map(Number);
       expect(helpers.length).to.be.at.least(1);
       for (const pid of helpers) process.kill(pid, 'SIGKILL');
       await sleep(300);

@@ -16,22 +16,32 @@ import { toolkitDir } from '../support/toolkit-files.js';
 const work = tempDir('tkgate-helpers-work-');
 const script = scriptWriter('tkgate-helpers-bin-');
 /** Prints the environment of every ancestor it can read, from its parent up to init. */
-const ancestors = script('ancestors', [
-  'pid=$PPID',
-  'while [ -n "$pid" ] && [ "$pid" -gt 0 ]; do',
-  '  echo "== $pid"',
-  '  tr "\\000" "\\n" < /proc/$pid/environ 2>/dev/null',
-  '  [ "$pid" -eq 1 ] && break',
-  '  pid=$(sed -n "s/^PPid:[[:space:]]*//p" /proc/$pid/status)',
-  'done',
-].join('\n'));
+const ancestors = script(
+  'ancestors',
+  [
+    'pid=$PPID',
+    'while [ -n "$pid" ] && [ "$pid" -gt 0 ]; do',
+    '  echo "== $pid"',
+    '  tr "\\000" "\\n" < /proc/$pid/environ 2>/dev/null',
+    '  [ "$pid" -eq 1 ] && break',
+    '  pid=$(sed -n "s/^PPid:[[:space:]]*//p" /proc/$pid/status)',
+    'done',
+  ].join('\n'),
+);
 const groupLeader = script('group-leader', 'sleep 60 & echo $! > "$PID_FILE"; wait');
 const sixtyMb = script('sixty-mb', 'head -c 62914560 /dev/zero | tr "\\000" a');
 const text = script('text', 'echo fine');
 const pidFile = path.join(work, 'sleep.pid');
 
 const SECRET = 'mysql://tkgate:hunter2-gateway-secret@127.0.0.1:3306/tkgate';
-const exec = (pathName: string, command: string[], extra: Record<string, unknown> = {}) => ({ path: pathName, method: 'GET', type: 'exec', command, timeout: '30s', ...extra });
+const exec = (pathName: string, command: string[], extra: Record<string, unknown> = {}) => ({
+  path: pathName,
+  method: 'GET',
+  type: 'exec',
+  command,
+  timeout: '30s',
+  ...extra,
+});
 const helpers = {
   name: 'helpers',
   type: 'app',
@@ -43,7 +53,6 @@ const helpers = {
   ],
 };
 
-
 /** The helper processes of each spawner, as `pgrep -f` finds them by their last argument (the gateway's pid). */
 const HELPER_COMMAND = { native: 'tkgate-spawn-helper', node: 'spawn-helper\\.js' } as const;
 /** What a helper's environment may hold: the native one nothing (sh exports PWD), the Node one its IPC variables. */
@@ -52,14 +61,21 @@ const HELPER_ENV = { native: ['PWD'], node: ['NODE_CHANNEL_FD', 'NODE_CHANNEL_SE
 // The helpers are the plugin's own processes, not the database's: one dialect is enough.
 for (const spawner of ['native', 'node'] as const) {
   describe(`exec spawn helpers, spawner ${spawner} (${dialects[0]!.name})`, () => {
-    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], { plugin_options: { '@tkgate/plugin-exec': { spawner } } }, {
-      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
-      env: { TKGATE_DB_URL_PROBE: SECRET },
-    });
+    const s = withGateway(
+      dialects[0]!,
+      [{ username: 'yara', power: 3 }],
+      { plugin_options: { '@tkgate/plugin-exec': { spawner } } },
+      {
+        toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+        env: { TKGATE_DB_URL_PROBE: SECRET },
+      },
+    );
     const client = async () => toolkitClient(s.gateway.base, await s.login('yara'));
     /** This gateway's helpers (other gateways on the machine have their own), of this spawner only. */
     const helperPids = () => {
-      const found = execFileSync('pgrep', ['-f', `${HELPER_COMMAND[spawner]} ${s.gateway.child.pid}$`]).toString().trim();
+      const found = execFileSync('pgrep', ['-f', `${HELPER_COMMAND[spawner]} ${s.gateway.child.pid}$`])
+        .toString()
+        .trim();
       return found.split('\n').map(Number);
     };
 
@@ -74,7 +90,11 @@ for (const spawner of ['native', 'node'] as const) {
       expect(output).not.to.include('TKGATE_DB_URL_PROBE');
       // The parent is a spawn helper of this spawner, and holds nothing but what HELPER_ENV allows.
       expect(helperPids()).to.include(chain[0]);
-      const parentEnv = output.split(/^== \d+$/m)[1]!.trim().split('\n').map((line) => line.split('=')[0]);
+      const parentEnv = output
+        .split(/^== \d+$/m)[1]!
+        .trim()
+        .split('\n')
+        .map((line) => line.split('=')[0]);
       expect(parentEnv.filter((name) => name && !(HELPER_ENV[spawner] as readonly string[]).includes(name))).to.deep.equal([]);
     });
 
@@ -114,13 +134,21 @@ for (const spawner of ['native', 'node'] as const) {
     it('ends every command and its helpers when the gateway dies (SIGKILL: no goodbye)', async () => {
       rmSync(pidFile, { force: true });
       const gateway = await startGateway({
-        config: { db: s.bed.dbConfig, toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false }, plugin_options: { '@tkgate/plugin-exec': { spawner } } },
+        config: {
+          db: s.bed.dbConfig,
+          toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false },
+          plugin_options: { '@tkgate/plugin-exec': { spawner } },
+        },
       });
       const c = toolkitClient(gateway.base, await loginToken(gateway.base, 'yara', passwordOf('yara')));
       const running = c.get('helpers', 'group').catch(() => undefined);
       await eventually('the command started', () => existsSync(pidFile));
       const sleeper = Number(readFileSync(pidFile, 'utf8'));
-      const ownHelpers = execFileSync('pgrep', ['-f', `${HELPER_COMMAND[spawner]} ${gateway.child.pid}$`]).toString().trim().split('\n').map(Number);
+      const ownHelpers = execFileSync('pgrep', ['-f', `${HELPER_COMMAND[spawner]} ${gateway.child.pid}$`])
+        .toString()
+        .trim()
+        .split('\n')
+        .map(Number);
       await gateway.stop('SIGKILL');
       await running;
       await eventually('the command group killed', () => !alive(sleeper));
@@ -135,13 +163,23 @@ describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
   const broken = script('broken-helper', 'exit 0');
   const NOT_BUILT = 'exec native spawn helper not built; using the Node spawn helpers';
   const DID_NOT_START = 'exec native spawn helper did not start; using the Node spawn helpers';
-  const nodeHelpers = (gatewayPid: number) => execFileSync('pgrep', ['-f', `spawn-helper\\.js ${gatewayPid}$`]).toString().trim().split('\n').map(Number);
+  const nodeHelpers = (gatewayPid: number) =>
+    execFileSync('pgrep', ['-f', `spawn-helper\\.js ${gatewayPid}$`])
+      .toString()
+      .trim()
+      .split('\n')
+      .map(Number);
 
   describe('spawner auto, the native helper not built', () => {
-    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], {}, {
-      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
-      env: { TKGATE_EXEC_NATIVE_HELPER: missing },
-    });
+    const s = withGateway(
+      dialects[0]!,
+      [{ username: 'yara', power: 3 }],
+      {},
+      {
+        toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+        env: { TKGATE_EXEC_NATIVE_HELPER: missing },
+      },
+    );
 
     it('runs commands on the Node helpers, saying so once in the log, also after a helper is replaced', async () => {
       const c = toolkitClient(s.gateway.base, await s.login('yara'));
@@ -158,10 +196,15 @@ describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
   });
 
   describe('spawner auto, a native helper that cannot run', () => {
-    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], {}, {
-      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
-      env: { TKGATE_EXEC_NATIVE_HELPER: broken },
-    });
+    const s = withGateway(
+      dialects[0]!,
+      [{ username: 'yara', power: 3 }],
+      {},
+      {
+        toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+        env: { TKGATE_EXEC_NATIVE_HELPER: broken },
+      },
+    );
 
     it('falls back to the Node helpers: runs it held fail as spawn_failed, later ones succeed, logged once', async () => {
       const c = toolkitClient(s.gateway.base, await s.login('yara'));
@@ -176,10 +219,15 @@ describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
   describe('spawner auto, a native helper that talks nonsense', () => {
     /** Writes bytes that are no frame to its link, then lingers a little as a hung helper would. */
     const garbling = script('garbling-helper', 'printf "garbage!" >&3; sleep 2');
-    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], {}, {
-      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
-      env: { TKGATE_EXEC_NATIVE_HELPER: garbling },
-    });
+    const s = withGateway(
+      dialects[0]!,
+      [{ username: 'yara', power: 3 }],
+      {},
+      {
+        toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+        env: { TKGATE_EXEC_NATIVE_HELPER: garbling },
+      },
+    );
 
     it('drops it (logged), keeps serving, and falls back to the Node helpers', async () => {
       const c = toolkitClient(s.gateway.base, await s.login('yara'));
@@ -190,10 +238,15 @@ describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
   });
 
   describe('spawner native, a helper that cannot run', () => {
-    const s = withGateway(dialects[0]!, [{ username: 'yara', power: 3 }], { plugin_options: { '@tkgate/plugin-exec': { spawner: 'native' } } }, {
-      toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
-      env: { TKGATE_EXEC_NATIVE_HELPER: broken },
-    });
+    const s = withGateway(
+      dialects[0]!,
+      [{ username: 'yara', power: 3 }],
+      { plugin_options: { '@tkgate/plugin-exec': { spawner: 'native' } } },
+      {
+        toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
+        env: { TKGATE_EXEC_NATIVE_HELPER: broken },
+      },
+    );
 
     it('fails each run as spawn_failed and restarts helpers only with runs, never in a loop', async () => {
       const c = toolkitClient(s.gateway.base, await s.login('yara'));

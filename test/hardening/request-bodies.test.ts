@@ -30,9 +30,14 @@ const json = { 'content-type': 'application/json' };
 const form = { 'content-type': 'application/x-www-form-urlencoded' };
 
 describe(`request bodies (${dialects[0]!.name})`, () => {
-  const s = withGateway(dialects[0]!, [{ username: 'bob' }], { server: { port: 0, max_body_bytes: 16384 }, log: { level: 'debug' } }, {
-    toolkitsDir: toolkitDir({ 'bodies.yaml': bodies }),
-  });
+  const s = withGateway(
+    dialects[0]!,
+    [{ username: 'bob' }],
+    { server: { port: 0, max_body_bytes: 16384 }, log: { level: 'debug' } },
+    {
+      toolkitsDir: toolkitDir({ 'bodies.yaml': bodies }),
+    },
+  );
   let token: string;
   before(async () => (token = await s.login('bob')));
   const client = () => toolkitClient(s.gateway.base, token);
@@ -43,7 +48,10 @@ describe(`request bodies (${dialects[0]!.name})`, () => {
     expect(reply.body.error.details[0]).to.include(detail);
   };
   const rawPost = (path: string, headers: string[], body = '') =>
-    rawRequest(s.gateway.port, [`POST /api/tk/app/bodies/${path} HTTP/1.1`, 'Host: 127.0.0.1', `Authorization: Bearer ${token}`, ...headers, '', body].join('\r\n'));
+    rawRequest(
+      s.gateway.port,
+      [`POST /api/tk/app/bodies/${path} HTTP/1.1`, 'Host: 127.0.0.1', `Authorization: Bearer ${token}`, ...headers, '', body].join('\r\n'),
+    );
 
   describe('prototype keys', () => {
     it('?__proto__=x&__proto__=y is refused, and never satisfies required_fields through inherited names', async () => {
@@ -59,7 +67,9 @@ describe(`request bodies (${dialects[0]!.name})`, () => {
       refused(await client().get('bodies', 'echo', { prototype: 'x' }), 400, { field: 'prototype' });
       refused(await client().post('bodies', 'echo', undefined, { rawBody: '__proto__=1&a=2', headers: form }), 400, { field: '__proto__' });
       refused(await client().post('bodies', 'echo', undefined, { rawBody: 'constructor=1', headers: form }), 400, { field: 'constructor' });
-      refused(await client().post('bodies', 'echo', undefined, { rawBody: '{"a":{"b":[{"__proto__":{"x":1}}]}}', headers: json }), 400, { field: 'a.b.0.__proto__' });
+      refused(await client().post('bodies', 'echo', undefined, { rawBody: '{"a":{"b":[{"__proto__":{"x":1}}]}}', headers: json }), 400, {
+        field: 'a.b.0.__proto__',
+      });
       refused(await client().post('bodies', 'echo', undefined, { rawBody: '{"\\u005f_proto__":{}}', headers: json }), 400, { field: '__proto__' });
       refused(await client().post('bodies', 'echo', { constructor: { prototype: 1 } }), 400, { field: 'constructor' });
       refused(await client().post('bodies', 'forward', { x: { prototype: 1 } }), 400, { field: 'x.prototype' });
@@ -93,11 +103,18 @@ describe(`request bodies (${dialects[0]!.name})`, () => {
       const headers = { ...json, 'content-encoding': 'gzip' };
       refused(await client().post('bodies', 'echo', undefined, { rawBody: `{"a":"${MARKER}"}`, headers }), 400, { field: 'body', rule: 'encoding' });
       const whole = gzipSync(JSON.stringify({ a: MARKER.repeat(20) }));
-      refused(await client().post('bodies', 'echo', undefined, { rawBody: whole.subarray(0, whole.length - 12), headers }), 400, { field: 'body', rule: 'encoding' });
-      refused(await client().post('bodies', 'echo', undefined, { rawBody: 'not brotli data at all', headers: { ...json, 'content-encoding': 'br' } }), 400, { rule: 'encoding' });
+      refused(await client().post('bodies', 'echo', undefined, { rawBody: whole.subarray(0, whole.length - 12), headers }), 400, {
+        field: 'body',
+        rule: 'encoding',
+      });
+      refused(await client().post('bodies', 'echo', undefined, { rawBody: 'not brotli data at all', headers: { ...json, 'content-encoding': 'br' } }), 400, {
+        rule: 'encoding',
+      });
       const good = await client().post('bodies', 'echo', undefined, { rawBody: gzipSync('{"a":1}'), headers });
       expect(good.body.data.payload).to.deep.equal({ a: 1 });
-      refused(await client().post('bodies', 'echo', undefined, { rawBody: '{}', headers: { ...json, 'content-encoding': 'compress' } }), 400, { field: 'content-encoding' });
+      refused(await client().post('bodies', 'echo', undefined, { rawBody: '{}', headers: { ...json, 'content-encoding': 'compress' } }), 400, {
+        field: 'content-encoding',
+      });
     });
 
     it('caps the decompressed body too (413)', async () => {
@@ -122,7 +139,11 @@ describe(`request bodies (${dialects[0]!.name})`, () => {
 
     it('answers a chunked body over the cap with 413, and an empty chunked JSON body as {}', async () => {
       const chunk = 'x'.repeat(20000);
-      const over = await rawPost('echo', ['Content-Type: application/json', 'Transfer-Encoding: chunked'], `${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`);
+      const over = await rawPost(
+        'echo',
+        ['Content-Type: application/json', 'Transfer-Encoding: chunked'],
+        `${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`,
+      );
       expect(over.status).to.equal(413);
       const empty = await rawPost('echo', ['Content-Type: application/json', 'Transfer-Encoding: chunked', 'Connection: close'], '0\r\n\r\n');
       expect(empty.status, empty.body).to.equal(200);
@@ -133,10 +154,14 @@ describe(`request bodies (${dialects[0]!.name})`, () => {
     });
 
     it('refuses a charset other than UTF-8', async () => {
-      refused(await client().post('bodies', 'echo', undefined, { rawBody: '{"a":1}', headers: { 'content-type': 'application/json; charset=iso-8859-1' } }), 400, {
-        field: 'content-type',
-        rule: 'charset',
-      });
+      refused(
+        await client().post('bodies', 'echo', undefined, { rawBody: '{"a":1}', headers: { 'content-type': 'application/json; charset=iso-8859-1' } }),
+        400,
+        {
+          field: 'content-type',
+          rule: 'charset',
+        },
+      );
       const utf8 = await client().post('bodies', 'echo', undefined, { rawBody: '{"a":"é"}', headers: { 'content-type': 'application/json; charset=UTF-8' } });
       expect(utf8.body.data.payload).to.deep.equal({ a: 'é' });
     });

@@ -62,10 +62,15 @@ const typed = {
 
 for (const dialect of dialects) {
   describe(`typed comparisons with columns (${dialect.name})`, () => {
-    const s = withGateway(dialect, [{ username: 'tess' }], {}, {
-      toolkitsDir: toolkitDir({ 'typed.yaml': typed }),
-      prepare: createThings,
-    });
+    const s = withGateway(
+      dialect,
+      [{ username: 'tess' }],
+      {},
+      {
+        toolkitsDir: toolkitDir({ 'typed.yaml': typed }),
+        prepare: createThings,
+      },
+    );
     const client = async () => toolkitClient(s.gateway.base, await s.login('tess'));
     const ids = (reply: { status: number; body: any }) => {
       expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
@@ -91,7 +96,7 @@ for (const dialect of dialects) {
       refused(await c.post('typed', 'by-title', { title: true }), 'title');
     });
 
-    it('a context value that is not of the column\'s type matches nothing', async () => {
+    it("a context value that is not of the column's type matches nothing", async () => {
       expect(ids(await (await client()).get('typed', 'by-username'))).to.deep.equal([]);
     });
 
@@ -150,7 +155,13 @@ for (const dialect of dialects) {
       refused(await c.post('typed', 'rename', { id: '2x', title: 'gamma' }), 'id');
       refused(await c.post('typed', 'add', { title: 'new', qty: 'many', flag: true }), 'qty');
       refused(await c.post('typed', 'remove', { title: false }), 'title');
-      expect(await s.bed.db('things').count({ n: '*' }).first().then((row) => Number(row!.n))).to.equal(4);
+      expect(
+        await s.bed
+          .db('things')
+          .count({ n: '*' })
+          .first()
+          .then((row) => Number(row!.n)),
+      ).to.equal(4);
       expect((await s.bed.db('things').where({ id: 2 }).first())!.title).to.equal('beta');
 
       const renamed = await c.post('typed', 'rename', { id: '2', title: 42 });

@@ -21,7 +21,11 @@ const proxy = {
   name: 'proxy',
   type: 'app',
   endpoints: [
-    { ...route('json', `${upstream.url}/json`, { headers: { 'X-Api-Key': 'configured-key' } }), inject_db_context: ['users.username as login'], overwrite_wrapping: ['-power'] },
+    {
+      ...route('json', `${upstream.url}/json`, { headers: { 'X-Api-Key': 'configured-key' } }),
+      inject_db_context: ['users.username as login'],
+      overwrite_wrapping: ['-power'],
+    },
     route('empty', `${upstream.url}/empty`),
     route('large-json', `${upstream.url}/large-json`, { max_response_bytes: 10 * 1024 * 1024 }),
     route('status-404', `${upstream.url}/status/404`),
@@ -54,9 +58,14 @@ const runs = [...dialects.map((dialect) => [dialect, 'undici'] as const), [diale
 
 for (const [dialect, transport] of runs) {
   describe(`http endpoints (${dialect.name}, ${transport})`, () => {
-    const s = withGateway(dialect, [{ username: 'xavi', power: 7 }], { plugin_options: { '@tkgate/plugin-http': { transport } } }, {
-      toolkitsDir: toolkitDir({ 'proxy.yaml': proxy }),
-    });
+    const s = withGateway(
+      dialect,
+      [{ username: 'xavi', power: 7 }],
+      { plugin_options: { '@tkgate/plugin-http': { transport } } },
+      {
+        toolkitsDir: toolkitDir({ 'proxy.yaml': proxy }),
+      },
+    );
     const client = async () => toolkitClient(s.gateway.base, await s.login('xavi'));
 
     it('POSTs the request context as JSON and wraps a 2xx JSON answer in the envelope', async () => {
@@ -67,17 +76,28 @@ for (const [dialect, transport] of runs) {
       const seen = upstream.requests.at(-1)!;
       expect(seen.headers['content-type']).to.equal('application/json');
       expect(JSON.parse(seen.body)).to.deep.equal({
-        user_id: s.ids.xavi, username: 'xavi', core_group_id: null, core_group_name: null, toolkit_group: null,
-        request_id: reply.headers.get('x-request-id'), payload: { q: 'disk' }, db_context: { login: 'xavi' },
+        user_id: s.ids.xavi,
+        username: 'xavi',
+        core_group_id: null,
+        core_group_name: null,
+        toolkit_group: null,
+        request_id: reply.headers.get('x-request-id'),
+        payload: { q: 'disk' },
+        db_context: { login: 'xavi' },
       });
       expect((await c.get('proxy', 'empty')).body.data).to.equal(null);
     });
 
     it('forwards X-Request-Id and the configured headers, never the client Authorization or cookies', async () => {
       const token = await s.login('xavi');
-      const reply = await toolkitClient(s.gateway.base, token).get('proxy', 'json', {}, {
-        headers: { cookie: 'session=client-secret', 'x-custom': 'from-client', 'proxy-authorization': 'Basic abc' },
-      });
+      const reply = await toolkitClient(s.gateway.base, token).get(
+        'proxy',
+        'json',
+        {},
+        {
+          headers: { cookie: 'session=client-secret', 'x-custom': 'from-client', 'proxy-authorization': 'Basic abc' },
+        },
+      );
       expect(reply.status).to.equal(200);
       const headers = upstream.requests.at(-1)!.headers;
       expect(headers['x-request-id']).to.equal(reply.headers.get('x-request-id'));
@@ -89,7 +109,10 @@ for (const [dialect, transport] of runs) {
 
     it('answers 502 upstream_error with the upstream status for a non-2xx answer, leaking none of its body', async () => {
       const c = await client();
-      for (const [path, status] of [['status-404', 404], ['status-500', 500]] as const) {
+      for (const [path, status] of [
+        ['status-404', 404],
+        ['status-500', 500],
+      ] as const) {
         const reply = await c.get('proxy', path);
         expect(reply.status).to.equal(502);
         expect(reply.body.error.code).to.equal('upstream_error');
@@ -152,7 +175,10 @@ for (const [dialect, transport] of runs) {
       const token = await s.login('xavi');
       const response = await fetch(`${s.gateway.base}/tk/app/proxy/reset-download`, { headers: { authorization: `Bearer ${token}` } });
       expect(response.status).to.equal(200);
-      const outcome = await response.arrayBuffer().then((body) => `complete ${body.byteLength}`, () => 'cut');
+      const outcome = await response.arrayBuffer().then(
+        (body) => `complete ${body.byteLength}`,
+        () => 'cut',
+      );
       expect(outcome).to.equal('cut');
       expect((await (await client()).get('proxy', 'json')).status).to.equal(200);
     });
@@ -204,10 +230,14 @@ for (const [dialect, transport] of runs) {
       const loop = async (i: number) => {
         while (running) {
           await new Promise<void>((resolve) => {
-            const request = httpRequest(`${s.gateway.base}/tk/app/proxy/${['json', 'file', 'big-json'][i % 3]}`, { agent, method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (response) => {
-              response.resume();
-              response.on('end', resolve).on('error', () => resolve());
-            });
+            const request = httpRequest(
+              `${s.gateway.base}/tk/app/proxy/${['json', 'file', 'big-json'][i % 3]}`,
+              { agent, method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
+              (response) => {
+                response.resume();
+                response.on('end', resolve).on('error', () => resolve());
+              },
+            );
             request.on('error', () => resolve());
             request.end('{}');
           });
@@ -255,7 +285,9 @@ for (const [dialect, transport] of runs) {
       expect(ofRequest().filter((record) => record.level === 'error' || record.err !== undefined)).to.deep.equal([]);
       const abandonedSlow = upstream.abandoned.filter((url) => url === '/slow').length;
       const slowController = new AbortController();
-      const slow = fetch(`${s.gateway.base}/tk/app/proxy/slow`, { headers: { authorization: `Bearer ${token}` }, signal: slowController.signal }).catch(() => 'aborted');
+      const slow = fetch(`${s.gateway.base}/tk/app/proxy/slow`, { headers: { authorization: `Bearer ${token}` }, signal: slowController.signal }).catch(
+        () => 'aborted',
+      );
       await sleep(200);
       slowController.abort();
       expect(await slow).to.equal('aborted');

@@ -103,7 +103,12 @@ const routes = ['length', 'chunked', 'close', 'http10', 'extra', 'reset-next', '
 const toolkit = {
   name: 'keepalive',
   type: 'app',
-  endpoints: routes.map((name) => ({ path: name, method: 'GET', type: 'http', upstream: { url: `${upstream.url}/${name}`, timeout: '5s', passthrough: true } })),
+  endpoints: routes.map((name) => ({
+    path: name,
+    method: 'GET',
+    type: 'http',
+    upstream: { url: `${upstream.url}/${name}`, timeout: '5s', passthrough: true },
+  })),
 };
 
 for (const dialect of dialects) {

@@ -33,7 +33,12 @@ const upstream: RawUpstream = await startRawUpstream({
 });
 after(() => upstream.close());
 
-const endpoint = (path: string, url: string, passthrough: boolean) => ({ path, method: 'GET', type: 'http', upstream: { url, timeout: '5s', passthrough, max_response_bytes: 2_000_000 } });
+const endpoint = (path: string, url: string, passthrough: boolean) => ({
+  path,
+  method: 'GET',
+  type: 'http',
+  upstream: { url, timeout: '5s', passthrough, max_response_bytes: 2_000_000 },
+});
 const refusedFraming = ['both', 'negative', 'non-numeric', 'different', 'different-list', 'gzip-chunked', 'bare-lf', 'folded', 'switch'];
 const framing = {
   name: 'framing',
@@ -41,7 +46,9 @@ const framing = {
   endpoints: [
     ...['same-twice', 'longer-than-claimed', 'interim', 'json', ...refusedFraming].map((name) => endpoint(`raw/${name}`, `${upstream.url}/${name}`, true)),
     endpoint('raw/ipv6', `${upstream.url6 ?? 'http://[::1]:9'}/json`, true),
-    ...['interim', 'early-hints', 'json', 'deep', 'deep-in-string', 'bare-lf', 'both', 'negative'].map((name) => endpoint(`json/${name}`, `${upstream.url}/${name}`, false)),
+    ...['interim', 'early-hints', 'json', 'deep', 'deep-in-string', 'bare-lf', 'both', 'negative'].map((name) =>
+      endpoint(`json/${name}`, `${upstream.url}/${name}`, false),
+    ),
     endpoint('json/ipv6', `${upstream.url6 ?? 'http://[::1]:9'}/json`, false),
   ],
 };
@@ -51,12 +58,19 @@ const runs = [...dialects.map((dialect) => [dialect, 'undici'] as const), [diale
 
 for (const [dialect, transport] of runs) {
   describe(`http endpoints against a hostile upstream's framing (${dialect.name}, ${transport})`, () => {
-    const s = withGateway(dialect, [{ username: 'xavi', power: 7 }], { plugin_options: { '@tkgate/plugin-http': { transport } } }, {
-      toolkitsDir: toolkitDir({ 'framing.yaml': framing }),
-    });
+    const s = withGateway(
+      dialect,
+      [{ username: 'xavi', power: 7 }],
+      { plugin_options: { '@tkgate/plugin-http': { transport } } },
+      {
+        toolkitsDir: toolkitDir({ 'framing.yaml': framing }),
+      },
+    );
     const exchange = async (path: string) => {
       const base = new URL(s.gateway.base);
-      return keepAliveExchange(base.origin, [`${base.pathname}/tk/app/framing/${path}`, `${base.pathname}/auth/status`], { authorization: `Bearer ${await s.login('xavi')}` });
+      return keepAliveExchange(base.origin, [`${base.pathname}/tk/app/framing/${path}`, `${base.pathname}/auth/status`], {
+        authorization: `Bearer ${await s.login('xavi')}`,
+      });
     };
     /** The one answer to `path`, checking that the connection's next answer is the next request's (nothing smuggled). */
     const only = async (path: string) => {

@@ -18,12 +18,18 @@ function generate(next: () => number, depth: number): string {
   const pick = Math.floor(next() * (depth > 4 ? 5 : 7));
   const space = () => [' ', '', '\n', '\t', '\r', ''][Math.floor(next() * 6)]!;
   switch (pick) {
-    case 0: return String(Math.floor((next() - 0.5) * 1e6) * [1, 0.001, 1e-7, 1e21][Math.floor(next() * 4)]!);
-    case 1: return JSON.stringify(['', 'a', 'é\u2028', '"\\/\b\f\n\r\t', '\u0001x', '😀', 'q\\u0041'][Math.floor(next() * 7)]);
-    case 2: return ['true', 'false', 'null'][Math.floor(next() * 3)]!;
-    case 3: return String(Math.floor(next() * 100));
-    case 4: return '"plain"';
-    case 5: return `[${space()}${Array.from({ length: Math.floor(next() * 4) }, () => generate(next, depth + 1)).join(`${space()},${space()}`)}${space()}]`;
+    case 0:
+      return String(Math.floor((next() - 0.5) * 1e6) * [1, 0.001, 1e-7, 1e21][Math.floor(next() * 4)]!);
+    case 1:
+      return JSON.stringify(['', 'a', 'é\u2028', '"\\/\b\f\n\r\t', '\u0001x', '😀', 'q\\u0041'][Math.floor(next() * 7)]);
+    case 2:
+      return ['true', 'false', 'null'][Math.floor(next() * 3)]!;
+    case 3:
+      return String(Math.floor(next() * 100));
+    case 4:
+      return '"plain"';
+    case 5:
+      return `[${space()}${Array.from({ length: Math.floor(next() * 4) }, () => generate(next, depth + 1)).join(`${space()},${space()}`)}${space()}]`;
     default:
       return `{${space()}${Array.from({ length: Math.floor(next() * 4) }, (_, i) => `"k${i}"${space()}:${space()}${generate(next, depth + 1)}`).join(`,${space()}`)}${space()}}`;
   }
@@ -55,10 +61,55 @@ function expectAgreement(text: string): void {
 describe('jsonText: checked JSON for answers spliced without parsing', () => {
   it('agrees with JSON.parse on edge cases', () => {
     const cases = [
-      '', ' ', '0', '-0', '01', '1.', '.5', '1e', '1e+', '1E-2', '-', '--1', '1.5e10', 'tru', 'true', 'truex', 'null', 'nul',
-      '""', '"', '"\\"', '"\\u12"', '"\\u12G4"', '"\\uABCD"', '"\\x"', '"a\tb"', '"\u007f"', '[]', '[,]', '[1,]', '[1 2]', '{}',
-      '{"a"}', '{"a":}', '{"a":1,}', '{"a":1 "b":2}', '{a:1}', '{"a":1}}', '[[]', '[]]', ' {"a" : [ 1 , {"b":null} ] } ',
-      '{"a":1}\n', '1 2', '[1,{"x":[true,false,null,"s",-1.25e-3]}]', '\u00a0[]', '[\u2028]', '{"":""}', '[-]', '[1e5,-0.0]',
+      '',
+      ' ',
+      '0',
+      '-0',
+      '01',
+      '1.',
+      '.5',
+      '1e',
+      '1e+',
+      '1E-2',
+      '-',
+      '--1',
+      '1.5e10',
+      'tru',
+      'true',
+      'truex',
+      'null',
+      'nul',
+      '""',
+      '"',
+      '"\\"',
+      '"\\u12"',
+      '"\\u12G4"',
+      '"\\uABCD"',
+      '"\\x"',
+      '"a\tb"',
+      '"\u007f"',
+      '[]',
+      '[,]',
+      '[1,]',
+      '[1 2]',
+      '{}',
+      '{"a"}',
+      '{"a":}',
+      '{"a":1,}',
+      '{"a":1 "b":2}',
+      '{a:1}',
+      '{"a":1}}',
+      '[[]',
+      '[]]',
+      ' {"a" : [ 1 , {"b":null} ] } ',
+      '{"a":1}\n',
+      '1 2',
+      '[1,{"x":[true,false,null,"s",-1.25e-3]}]',
+      '\u00a0[]',
+      '[\u2028]',
+      '{"":""}',
+      '[-]',
+      '[1e5,-0.0]',
     ];
     for (const text of cases) expectAgreement(text);
   });

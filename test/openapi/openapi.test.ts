@@ -23,7 +23,11 @@ const shop = (extra: Array<Record<string, unknown>> = [], description = 'Things 
       client_filter: {
         allowed_fields: ['q', 'limit', 'status'],
         required_fields: ['q'],
-        field_rules: { q: { type: 'string', max_length: 64, pattern: '^[a-z ]+$' }, limit: { type: 'integer' }, status: { type: 'string', allowed_values: ['open', 'closed'] } },
+        field_rules: {
+          q: { type: 'string', max_length: 64, pattern: '^[a-z ]+$' },
+          limit: { type: 'integer' },
+          status: { type: 'string', allowed_values: ['open', 'closed'] },
+        },
       },
     }),
     echoEndpoint({
@@ -56,12 +60,23 @@ async function expectValidOpenApi(document: unknown): Promise<void> {
 }
 
 const operationIds = (document: any): string[] =>
-  Object.values(document.paths as Record<string, Record<string, { operationId: string }>>).flatMap((item) => Object.values(item).map((op) => op.operationId)).sort();
+  Object.values(document.paths as Record<string, Record<string, { operationId: string }>>)
+    .flatMap((item) => Object.values(item).map((op) => op.operationId))
+    .sort();
 
 for (const dialect of dialects) {
   describe(`OpenAPI description (${dialect.name})`, () => {
     const dir = toolkitDir({ 'shop.yaml': shop(), 'attic.yaml': attic, 'tools.json': tools });
-    const s = withGateway(dialect, [{ username: 'lou', power: 0 }, { username: 'mia', power: 20 }, { username: 'ada', power: 100 }], {}, { toolkitsDir: dir });
+    const s = withGateway(
+      dialect,
+      [
+        { username: 'lou', power: 0 },
+        { username: 'mia', power: 20 },
+        { username: 'ada', power: 100 },
+      ],
+      {},
+      { toolkitsDir: dir },
+    );
     const openapi = async (username: string) => {
       const reply = await call('GET', `${s.gateway.base}/openapi.json`, { token: await s.login(username) });
       expect(reply.status).to.equal(200);
@@ -84,10 +99,19 @@ for (const dialect of dialects) {
 
     it("lists only the endpoints the caller's power reaches, never a disabled toolkit's", async () => {
       const auth = ['auth.login', 'auth.logout', 'auth.status', 'openapi'];
-      const open = ['tk.app.shop.files.export.get', 'tk.app.shop.items.search.get', 'tk.app.shop.me.get', 'tk.app.shop.report.get', 'tk.lib.tools.echo.get', 'tk.lib.tools.echo.post'];
+      const open = [
+        'tk.app.shop.files.export.get',
+        'tk.app.shop.items.search.get',
+        'tk.app.shop.me.get',
+        'tk.app.shop.report.get',
+        'tk.lib.tools.echo.get',
+        'tk.lib.tools.echo.post',
+      ];
       expect(operationIds(await openapi('lou'))).to.deep.equal([...auth, ...open].sort());
       expect(operationIds(await openapi('mia'))).to.deep.equal([...auth, ...open, 'tk.app.shop.items.add.post'].sort());
-      expect(operationIds(await openapi('ada'))).to.deep.equal([...auth, ...open, 'tk.app.shop.items.add.post', 'tk.app.shop.admin.purge.post', 'auth.clearSessions'].sort());
+      expect(operationIds(await openapi('ada'))).to.deep.equal(
+        [...auth, ...open, 'tk.app.shop.items.add.post', 'tk.app.shop.admin.purge.post', 'auth.clearSessions'].sort(),
+      );
       expect((await openapi('lou')).tags.map((tag: { name: string }) => tag.name)).to.deep.equal(['auth', 'shop', 'tools']);
     });
 
@@ -101,7 +125,9 @@ for (const dialect of dialects) {
         { name: 'status', in: 'query', required: false, schema: { type: 'string', enum: ['open', 'closed'] } },
       ]);
       expect(Object.keys(search.responses)).to.deep.equal(['200', '400', '401', '404', '500']);
-      expect(search.responses['404'].content['application/json'].schema.allOf[1].properties.error.properties.code).to.deep.equal({ enum: ['toolkit_not_found', 'endpoint_not_found'] });
+      expect(search.responses['404'].content['application/json'].schema.allOf[1].properties.error.properties.code).to.deep.equal({
+        enum: ['toolkit_not_found', 'endpoint_not_found'],
+      });
 
       const add = document.paths['/tk/app/shop/items/add'].post;
       expect(add['x-min-power']).to.equal(10);
@@ -111,14 +137,17 @@ for (const dialect of dialects) {
       expect(body.required).to.deep.equal(['title']);
       expect(body.properties).to.deep.equal({ title: { type: 'string', maxLength: 120 }, tags: { type: 'array', maxItems: 5 } });
       expect(Object.keys(add.responses)).to.deep.equal(['200', '400', '401', '403', '404', '413', '500']);
-      expect(add.responses['500'].content['application/json'].schema.allOf[1].properties.error.properties.code.enum).to.deep.equal(['internal_error', 'db_context_failed']);
+      expect(add.responses['500'].content['application/json'].schema.allOf[1].properties.error.properties.code.enum).to.deep.equal([
+        'internal_error',
+        'db_context_failed',
+      ]);
       expect(document.paths['/tk/app/shop/admin/purge'].post.requestBody['x-max-body-bytes'], 'server.max_body_bytes').to.equal(1_048_576);
 
       const tag = document.tags.find((entry: { name: string }) => entry.name === 'shop');
       expect(tag.description).to.equal('Things to buy.');
     });
 
-    it("lets each endpoint type describe its answers: passthrough bytes, the exec and http errors, internal rows", async () => {
+    it('lets each endpoint type describe its answers: passthrough bytes, the exec and http errors, internal rows', async () => {
       const document = await openapi('ada');
       const file = document.paths['/tk/app/shop/files/export'].get.responses;
       expect(Object.keys(file['200'].content)).to.deep.equal(['*/*']);
@@ -127,7 +156,9 @@ for (const dialect of dialects) {
       const report = document.paths['/tk/app/shop/report'].get.responses;
       expect(report['500'].content['application/json'].schema.allOf[1].properties.error.properties.code.enum).to.include('exec_failed');
       expect(report['503'].content['application/json'].schema.allOf[1].properties.error.properties.code).to.deep.equal({ const: 'busy' });
-      expect(document.paths['/tk/app/shop/items/search'].get.responses['200'].content['application/json'].schema, 'a handler: any data').to.deep.equal({ $ref: '#/components/schemas/SuccessEnvelope' });
+      expect(document.paths['/tk/app/shop/items/search'].get.responses['200'].content['application/json'].schema, 'a handler: any data').to.deep.equal({
+        $ref: '#/components/schemas/SuccessEnvelope',
+      });
       const me = document.paths['/tk/app/shop/me'].get.responses['200'].content['application/json'].schema.allOf[1].properties.data;
       expect(me).to.deep.include({ type: 'array', items: { type: 'object', properties: { id: {}, username: {} } } });
     });

@@ -60,7 +60,11 @@ describe('readiness with the database gone (a private MariaDB paused, then kille
     mariadb!.pause();
     const hanging = await readyz();
     expect(hanging.status).to.equal(503);
-    expect(hanging.body).to.deep.equal({ status: 'unready', failing: ['database'], checks: { database: 'no answer within 1s', toolkits: 'ok', draining: 'ok' } });
+    expect(hanging.body).to.deep.equal({
+      status: 'unready',
+      failing: ['database'],
+      checks: { database: 'no answer within 1s', toolkits: 'ok', draining: 'ok' },
+    });
     expect((await call('GET', `${root(gateway!)}/healthz`)).status).to.equal(200);
 
     mariadb!.resume();

@@ -54,7 +54,10 @@ for (const dialect of dialects) {
       expect(samples.some((sample) => sample.name === 'tkgate_exec_running')).to.equal(true);
       expect(valueOf(samples, 'tkgate_exec_running')).to.equal(0);
       for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
-        expect(samples.some((sample) => sample.name === name), name).to.equal(true);
+        expect(
+          samples.some((sample) => sample.name === name),
+          name,
+        ).to.equal(true);
       }
     });
 
@@ -64,9 +67,22 @@ for (const dialect of dialects) {
       const secretQuery = 'q=query-secret-value&token=' + token;
       const reply = await call('POST', `${s.gateway.base}/tk/app/shop/echo?${secretQuery}`, { token, body: { note: 'body-secret-value' } });
       expect(reply.status).to.equal(200);
-      const line = await eventually('the access line', () => requestLines().slice(before).find((entry) => entry.request_id === reply.body.request_id));
+      const line = await eventually('the access line', () =>
+        requestLines()
+          .slice(before)
+          .find((entry) => entry.request_id === reply.body.request_id),
+      );
       expect(Object.keys(line).sort()).to.deep.equal([...ACCESS_FIELDS, 'user_id'].sort());
-      expect(line).to.deep.include({ level: 'info', msg: 'request', method: 'POST', path: '/api/tk/app/shop/echo', route: 'tk/app/shop/echo', status: 200, client: '127.0.0.1', user_id: s.ids.mia });
+      expect(line).to.deep.include({
+        level: 'info',
+        msg: 'request',
+        method: 'POST',
+        path: '/api/tk/app/shop/echo',
+        route: 'tk/app/shop/echo',
+        status: 200,
+        client: '127.0.0.1',
+        user_id: s.ids.mia,
+      });
       expect(line.bytes).to.equal(Number(reply.headers.get('content-length')));
       expect(line.duration_ms).to.be.a('number').and.at.least(0);
 
@@ -136,7 +152,10 @@ describe('log.access false', () => {
   it('writes no access lines', async () => {
     await call('GET', `http://127.0.0.1:${s.gateway.port}/healthz`);
     await s.auth.status();
-    await eventually('the metrics count both', async () => valueOf((await scrape(s.gateway)).samples, 'tkgate_requests_total', { route: 'auth/status', status: '401' }) === 1 || undefined);
+    await eventually(
+      'the metrics count both',
+      async () => valueOf((await scrape(s.gateway)).samples, 'tkgate_requests_total', { route: 'auth/status', status: '401' }) === 1 || undefined,
+    );
     expect(s.gateway.logs.filter((line) => line.msg === 'request')).to.deep.equal([]);
   });
 });

@@ -45,11 +45,23 @@ describe('start-up: signals, the start-up line and the toolkits directory', func
       const config = writeConfig({ db: { client: 'mysql', url }, toolkits: { dir }, metrics: { port: 0 }, server: { port: 0 } }, dir);
       const gateway = startChild(config, dir);
       await eventually('the starting line', () => gateway.output().includes('"msg":"starting"') || undefined);
-      const starting = JSON.parse(gateway.output().split('\n').find((line) => line.includes('"msg":"starting"'))!);
-      expect(starting).to.deep.include({ version: (await runCli(['--version'])).stdout.trim().split(' ')[1], config, database: `mysql://gate@127.0.0.1:${silent.port}/tkgate` });
+      const starting = JSON.parse(
+        gateway
+          .output()
+          .split('\n')
+          .find((line) => line.includes('"msg":"starting"'))!,
+      );
+      expect(starting).to.deep.include({
+        version: (await runCli(['--version'])).stdout.trim().split(' ')[1],
+        config,
+        database: `mysql://gate@127.0.0.1:${silent.port}/tkgate`,
+      });
       gateway.child.kill('SIGHUP');
       gateway.child.kill('SIGUSR2');
-      await eventually('SIGHUP and SIGUSR2 logged', () => (/SIGHUP ignored/.test(gateway.output()) && /"signal":"SIGUSR2"/.test(gateway.output())) || undefined);
+      await eventually(
+        'SIGHUP and SIGUSR2 logged',
+        () => (/SIGHUP ignored/.test(gateway.output()) && /"signal":"SIGUSR2"/.test(gateway.output())) || undefined,
+      );
       expect(gateway.child.exitCode).to.equal(null);
       gateway.child.kill(signal);
       expect(await gateway.exited).to.equal(0);
@@ -62,11 +74,19 @@ describe('start-up: signals, the start-up line and the toolkits directory', func
     const dir = tempDir();
     const toolkits = path.join(dir, 'toolkits');
     mkdirSync(toolkits);
-    writeFileSync(path.join(toolkits, 'hello.yaml'), 'name: hello\ntype: app\nendpoints: [{ path: ping, method: GET, type: internal, pseudo_querys: [{ select: users, columns: [id] }] }]\n');
+    writeFileSync(
+      path.join(toolkits, 'hello.yaml'),
+      'name: hello\ntype: app\nendpoints: [{ path: ping, method: GET, type: internal, pseudo_querys: [{ select: users, columns: [id] }] }]\n',
+    );
     const db = path.join(dir, 'db.sqlite');
     const config = writeConfig({ db: { client: 'sqlite', filename: db }, toolkits: { dir: toolkits }, metrics: { enabled: false }, server: { port: 0 } }, dir);
     const gateway = startChild(config, dir);
-    const line = await eventually('the listening line', () => gateway.output().split('\n').find((text) => text.includes('"msg":"listening"')));
+    const line = await eventually('the listening line', () =>
+      gateway
+        .output()
+        .split('\n')
+        .find((text) => text.includes('"msg":"listening"')),
+    );
     gateway.child.kill('SIGTERM');
     expect(await gateway.exited).to.equal(0);
     expect(JSON.parse(line)).to.deep.include({ version: '0.1.0', config, database: `sqlite:${db}`, toolkits_dir: toolkits, toolkits: ['hello'] });

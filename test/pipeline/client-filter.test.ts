@@ -70,8 +70,15 @@ for (const dialect of dialects) {
     });
 
     it('names every failing field and rule in one 400', async () => {
-      const reply = await (await client()).post('filters', 'typed', {
-        status: 'pending', count: 2.5, ratio: 'half', flag: 'yes', tags: ['a', 'b', 'c'], meta: [1],
+      const reply = await (
+        await client()
+      ).post('filters', 'typed', {
+        status: 'pending',
+        count: 2.5,
+        ratio: 'half',
+        flag: 'yes',
+        tags: ['a', 'b', 'c'],
+        meta: [1],
       });
       expect(reply.status).to.equal(400);
       expect(reply.body.error.code).to.equal('invalid_payload');
@@ -114,7 +121,10 @@ for (const dialect of dialects) {
       const array = await c.post('filters', 'json-only', [1, 2]);
       expect(array.status).to.equal(400);
       expect(array.body.error.details).to.deep.equal([{ field: 'body', rule: 'type', message: 'the payload must be a JSON object' }]);
-      const proto = await c.post('filters', 'json-only', undefined, { rawBody: '{"__proto__":{"admin":true}}', headers: { 'content-type': 'application/json' } });
+      const proto = await c.post('filters', 'json-only', undefined, {
+        rawBody: '{"__proto__":{"admin":true}}',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(proto.status).to.equal(400);
     });
 

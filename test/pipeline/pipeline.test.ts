@@ -54,7 +54,12 @@ for (const dialect of dialects) {
 
     it('answers 404 toolkit_not_found for an unknown, a disabled, or a wrongly typed toolkit', async () => {
       const quinn = await as('quinn');
-      for (const [toolkit, client] of [['nowhere', quinn], ['off', quinn], ['library', quinn], ['shop', await as('quinn', 'lib')]] as const) {
+      for (const [toolkit, client] of [
+        ['nowhere', quinn],
+        ['off', quinn],
+        ['library', quinn],
+        ['shop', await as('quinn', 'lib')],
+      ] as const) {
         const reply = await client.get(toolkit, 'echo');
         expect(reply.status, toolkit).to.equal(404);
         expect(reply.body.error.code).to.equal('toolkit_not_found');
@@ -146,8 +151,7 @@ for (const dialect of dialects) {
     });
 
     it('resolves the toolkit group: override, then core-group association, then default_group, else null', async () => {
-      const group = async (username: string, toolkit = 'shop', kind = 'app') =>
-        (await (await as(username, kind)).get(toolkit, 'echo')).body.data.toolkit_group;
+      const group = async (username: string, toolkit = 'shop', kind = 'app') => (await (await as(username, kind)).get(toolkit, 'echo')).body.data.toolkit_group;
       expect(await group('pete')).to.equal('manager');
       expect(await group('olga')).to.equal('clerk');
       expect(await group('quinn')).to.equal('customer');
@@ -209,14 +213,19 @@ for (const dialect of dialects) {
     it("gives a plugin that reads the client's signal late, after the client left, an aborted signal", async () => {
       const token = await s.login('quinn');
       const client = new AbortController();
-      const leaving = fetch(`${s.gateway.base}/tk/app/shop/late-signal`, { headers: { authorization: `Bearer ${token}` }, signal: client.signal }).catch(() => 'left');
+      const leaving = fetch(`${s.gateway.base}/tk/app/shop/late-signal`, { headers: { authorization: `Bearer ${token}` }, signal: client.signal }).catch(
+        () => 'left',
+      );
       await sleep(100);
       client.abort();
       expect(await leaving).to.equal('left');
       let line: string | undefined;
       for (let i = 0; i < 50 && !line; i++) {
         await sleep(20);
-        line = s.gateway.output().split('\n').find((l) => l.includes('"signal read late"'));
+        line = s.gateway
+          .output()
+          .split('\n')
+          .find((l) => l.includes('"signal read late"'));
       }
       expect(JSON.parse(line!)).to.include({ aborted: true });
     });

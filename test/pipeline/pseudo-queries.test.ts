@@ -57,10 +57,15 @@ const board = {
 
 for (const dialect of dialects) {
   describe(`internal endpoints: pseudo_querys (${dialect.name})`, () => {
-    const s = withGateway(dialect, [{ username: 'sara' }, { username: 'tom' }], {}, {
-      toolkitsDir: toolkitDir({ 'board.yaml': board }),
-      prepare: createToolkitTables,
-    });
+    const s = withGateway(
+      dialect,
+      [{ username: 'sara' }, { username: 'tom' }],
+      {},
+      {
+        toolkitsDir: toolkitDir({ 'board.yaml': board }),
+        prepare: createToolkitTables,
+      },
+    );
     const as = async (username: string) => toolkitClient(s.gateway.base, await s.login(username));
     const count = async () => Number((await s.bed.db('items').count({ n: '*' }).first())!.n);
 

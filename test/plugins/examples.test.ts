@@ -16,10 +16,12 @@ const run = promisify(execFile);
 const redisPlugin = path.join(repoRoot, 'examples/plugin-redis/dist/index.js');
 
 describe('examples/plugin-template', () => {
-  it("passes its own test (node --test: a real tkgate serving its endpoint)", async function () {
+  it('passes its own test (node --test: a real tkgate serving its endpoint)', async function () {
     this.timeout(120_000);
     const { stdout } = await run(process.execPath, ['--test', 'dist/'], { cwd: path.join(repoRoot, 'examples/plugin-template') });
-    expect(stdout).to.match(/^# pass 1$/m).and.match(/^# fail 0$/m);
+    expect(stdout)
+      .to.match(/^# pass 1$/m)
+      .and.match(/^# fail 0$/m);
   });
 });
 
@@ -29,7 +31,16 @@ const memo: ToolkitDoc = {
   type: 'app',
   endpoints: [
     { path: 'hits', method: 'POST', type: 'redis', operation: 'incr', key: mine('hits') },
-    { path: 'note', method: 'POST', type: 'redis', operation: 'set', key: mine('note'), value_field: 'text', ttl: '1h', client_filter: { allowed_fields: ['text'], required_fields: ['text'] } },
+    {
+      path: 'note',
+      method: 'POST',
+      type: 'redis',
+      operation: 'set',
+      key: mine('note'),
+      value_field: 'text',
+      ttl: '1h',
+      client_filter: { allowed_fields: ['text'], required_fields: ['text'] },
+    },
     { path: 'note', method: 'GET', type: 'redis', operation: 'get', key: mine('note') },
     { path: 'items', method: 'POST', type: 'redis', operation: 'push', key: mine('items'), value_field: 'item' },
     { path: 'items', method: 'GET', type: 'redis', operation: 'range', key: mine('items'), limit: 10 },
@@ -71,7 +82,12 @@ for (const dialect of dialects) {
       for (const item of ['a', 'b', 'c']) expect((await client.post('memo', 'items', { item })).status).to.equal(201);
       const streamed = await client.get('memo', 'items');
       expect(streamed.headers.get('content-type')).to.equal('application/x-ndjson');
-      expect(String(streamed.body).trim().split('\n').map((line) => JSON.parse(line))).to.deep.equal([{ item: 'a' }, { item: 'b' }, { item: 'c' }]);
+      expect(
+        String(streamed.body)
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line)),
+      ).to.deep.equal([{ item: 'a' }, { item: 'b' }, { item: 'c' }]);
 
       const wrong = await client.post('memo', 'wrong');
       expect(wrong.status).to.equal(409);
@@ -95,7 +111,7 @@ for (const dialect of dialects) {
         gateway = undefined;
       });
 
-      it("checks its keys at load: a set without value_field, a payload field the filter drops", async () => {
+      it('checks its keys at load: a set without value_field, a payload field the filter drops', async () => {
         const bad: ToolkitDoc = {
           name: 'bad',
           type: 'app',

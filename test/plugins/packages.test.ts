@@ -17,10 +17,17 @@ const WORKSPACES = ['packages/core', 'packages/cli', 'plugins/plugin-internal', 
 
 /** npm as the tests' environment has it, with no prompt and no network chatter we do not need. */
 const npm = (args: string[], cwd: string) =>
-  run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } });
+  run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd,
+    maxBuffer: 16 * 1024 * 1024,
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  });
 
 async function startFrom(dir: string, config: string): Promise<{ base: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [path.join(dir, 'node_modules/.bin/tkgate'), 'start', '--config', config], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(dir, 'node_modules/.bin/tkgate'), 'start', '--config', config], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   for await (const line of createInterface({ input: child.stdout! })) {
@@ -40,14 +47,26 @@ for (const dialect of dialects.filter((target) => target.name === 'mysql')) {
       this.timeout(600_000);
       const tarballs = tempDir('tkgate-tarballs-');
       await npm(['pack', '--ignore-scripts', '--pack-destination', tarballs, ...WORKSPACES.flatMap((w) => ['-w', w])], repoRoot);
-      const packed = readdirSync(tarballs).filter((name) => name.endsWith('.tgz')).sort();
+      const packed = readdirSync(tarballs)
+        .filter((name) => name.endsWith('.tgz'))
+        .sort();
       expect(packed).to.have.length(WORKSPACES.length);
       for (const workspace of WORKSPACES) {
         const manifest = JSON.parse(readFileSync(path.join(repoRoot, workspace, 'package.json'), 'utf8')) as Record<string, any>;
         expect(manifest, workspace).to.include.keys('exports', 'types', 'engines', 'license', 'files');
-        if (workspace.startsWith('plugins/') || workspace.startsWith('examples/')) expect(manifest.peerDependencies['@tkgate/core'], workspace).to.equal('^0.1.0');
-        const { stdout } = await run('tar', ['tzf', path.join(tarballs, packed.find((name) => name.startsWith(manifest.name.replace('@', '').replace('/', '-')))!)]);
-        expect(stdout, workspace).to.include('package/README.md').and.include('package/LICENSE').and.include('package/dist/index.d.ts'.replace('index', workspace === 'packages/cli' ? 'run' : 'index'));
+        if (workspace.startsWith('plugins/') || workspace.startsWith('examples/'))
+          expect(manifest.peerDependencies['@tkgate/core'], workspace).to.equal('^0.1.0');
+        const { stdout } = await run('tar', [
+          'tzf',
+          path.join(
+            tarballs,
+            packed.find((name) => name.startsWith(manifest.name.replace('@', '').replace('/', '-')))!,
+          ),
+        ]);
+        expect(stdout, workspace)
+          .to.include('package/README.md')
+          .and.include('package/LICENSE')
+          .and.include('package/dist/index.d.ts'.replace('index', workspace === 'packages/cli' ? 'run' : 'index'));
       }
 
       const dir = tempDir('tkgate-install-');
@@ -58,7 +77,15 @@ for (const dialect of dialects.filter((target) => target.name === 'mysql')) {
       mkdirSync(toolkits);
       writeToolkit(toolkits, 'hello.yaml', { name: 'hello', type: 'app', endpoints: [{ path: 'hi', method: 'GET', type: 'greeting', greeting: 'Hi' }] });
       const config = path.join(dir, 'tkgate.json');
-      writeFileSync(config, JSON.stringify({ db: s.bed.dbConfig, server: { port: 0 }, toolkits: { dir: toolkits, watch: false }, plugins: ['@tkgate/plugin-internal', 'tkgate-plugin-template'] }));
+      writeFileSync(
+        config,
+        JSON.stringify({
+          db: s.bed.dbConfig,
+          server: { port: 0 },
+          toolkits: { dir: toolkits, watch: false },
+          plugins: ['@tkgate/plugin-internal', 'tkgate-plugin-template'],
+        }),
+      );
       const { base, child } = await startFrom(dir, config);
       try {
         const client = toolkitClient(base, await loginToken(base, 'dee', passwordOf('dee')));

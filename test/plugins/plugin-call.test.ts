@@ -16,7 +16,16 @@ const nested = (answer: string) => ({ path: answer, method: 'GET', type: 'nested
 const probes: ToolkitDoc = {
   name: 'probes',
   type: 'app',
-  endpoints: [probe('created', 'POST'), probe('nothing'), probe('whoami', ['GET', 'POST']), probe('foreign'), probe('conflict'), probe('bad_status'), probe('bad_reply'), probe('undeclared')],
+  endpoints: [
+    probe('created', 'POST'),
+    probe('nothing'),
+    probe('whoami', ['GET', 'POST']),
+    probe('foreign'),
+    probe('conflict'),
+    probe('bad_status'),
+    probe('bad_reply'),
+    probe('undeclared'),
+  ],
 };
 const nestedToolkit: ToolkitDoc = { name: 'nested', type: 'app', endpoints: ['conflict', 'unavailable', 'created', 'stream', 'where'].map(nested) };
 

@@ -70,7 +70,11 @@ function runWithin(args: string[]): Promise<Exit> {
 }
 
 const fragile = (explode: boolean): ToolkitDoc => ({ name: 'fragile', type: 'app', endpoints: [{ path: 'glass', method: 'GET', type: 'fragile', explode }] });
-const sturdy = (paths: string[]): ToolkitDoc => ({ name: 'sturdy', type: 'app', endpoints: paths.map((p) => ({ path: p, method: 'GET', type: 'probe', action: 'nothing' })) });
+const sturdy = (paths: string[]): ToolkitDoc => ({
+  name: 'sturdy',
+  type: 'app',
+  endpoints: paths.map((p) => ({ path: p, method: 'GET', type: 'probe', action: 'nothing' })),
+});
 
 for (const dialect of dialects) {
   describe(`plugin lifecycle: versions, failed boots, throwing checks (${dialect.name})`, () => {
@@ -83,7 +87,10 @@ for (const dialect of dialects) {
       it('refuses a plugin outside its API range with one line naming both versions, also on config check', async () => {
         const future = pluginFile('future', "export default { name: 'future', apiVersion: '^2.0', register() {} };");
         const newerMinor = pluginFile('newer', "export default { name: 'newer', apiVersion: { major: 1, minor: 9 }, register() {} };");
-        const cases = [[['start'], future, '\\^2\\.0'], [['config', 'check'], newerMinor, '\\{ major: 1, minor: 9 \\}']] as const;
+        const cases = [
+          [['start'], future, '\\^2\\.0'],
+          [['config', 'check'], newerMinor, '\\{ major: 1, minor: 9 \\}'],
+        ] as const;
         for (const [command, plugin, wanted] of cases) {
           const result = await runWithin([...command, '--config', config(['@tkgate/plugin-internal', plugin])]);
           expect(result.code, result.stderr).to.equal(1);
@@ -125,7 +132,10 @@ for (const dialect of dialects) {
       ]);
       expect(result.stderr).to.match(/tkgate config check: 1 problem\(s\) in /);
       expect(result.stderr).not.to.match(/^tkgate config check: check exploded/m);
-      const cause = result.stderr.split('\n').filter((line) => line.includes('"plugin check threw"')).map((line) => JSON.parse(line));
+      const cause = result.stderr
+        .split('\n')
+        .filter((line) => line.includes('"plugin check threw"'))
+        .map((line) => JSON.parse(line));
       expect(cause).to.have.length(1);
       expect(cause[0]).to.include({ plugin: 'tkgate-test-probe', type: 'fragile', endpoint: 'glass' });
     });

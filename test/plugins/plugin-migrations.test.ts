@@ -39,7 +39,9 @@ const counterPlugin = () =>
 const counters: ToolkitDoc = {
   name: 'counters',
   type: 'app',
-  endpoints: [{ path: 'all', method: 'GET', type: 'internal', pseudo_querys: [{ name: 'rows', select: 'plugin_counters', columns: ['name', 'hits'], order_by: 'name' }] }],
+  endpoints: [
+    { path: 'all', method: 'GET', type: 'internal', pseudo_querys: [{ name: 'rows', select: 'plugin_counters', columns: ['name', 'hits'], order_by: 'name' }] },
+  ],
 };
 
 for (const dialect of dialects) {

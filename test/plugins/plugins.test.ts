@@ -33,14 +33,24 @@ for (const dialect of dialects) {
   describe(`plugins (${dialect.name})`, () => {
     const s = withDatabase(dialect, [{ username: 'vic', group: 'staff' }, { username: 'wes' }]);
     const start = (plugins: string[], extra: Record<string, unknown> = {}) =>
-      runCli(['start', '--config', writeConfig({ db: s.bed.dbConfig, plugins, toolkits: { dir: toolkitDir({}), watch: false }, server: { port: 0 }, ...extra })]);
+      runCli([
+        'start',
+        '--config',
+        writeConfig({ db: s.bed.dbConfig, plugins, toolkits: { dir: toolkitDir({}), watch: false }, server: { port: 0 }, ...extra }),
+      ]);
 
     it('loads the worked example of docs/plugins.md from its path and serves its endpoint type', async () => {
       const gateway = await startGateway({
-        config: { db: s.bed.dbConfig, plugins: ['@tkgate/plugin-internal', examplePlugin], toolkits: { dir: toolkitDir({ 'portal.yaml': portal }), watch: false } },
+        config: {
+          db: s.bed.dbConfig,
+          plugins: ['@tkgate/plugin-internal', examplePlugin],
+          toolkits: { dir: toolkitDir({ 'portal.yaml': portal }), watch: false },
+        },
       });
       try {
-        await s.bed.db('jde_associations').insert({ toolkit: 'portal', core_group_id: (await s.bed.db('core_groups').where({ name: 'staff' }).first('id')).id, toolkit_group: 'staff' });
+        await s.bed
+          .db('jde_associations')
+          .insert({ toolkit: 'portal', core_group_id: (await s.bed.db('core_groups').where({ name: 'staff' }).first('id')).id, toolkit_group: 'staff' });
         const vic = toolkitClient(gateway.base, await loginToken(gateway.base, 'vic', passwordOf('vic')));
         const wes = toolkitClient(gateway.base, await loginToken(gateway.base, 'wes', passwordOf('wes')));
         expect((await vic.get('portal', 'motd')).body.data).to.deep.equal({ message: 'Welcome back' });
@@ -65,7 +75,13 @@ for (const dialect of dialects) {
           { path: 'c', method: 'GET', type: 'static', value: 1, by_group: 'staff' },
         ],
       };
-      const result = await runCli(['config', 'check', toolkitDir({ 'portal.yaml': bad }), '--config', writeConfig({ db: s.bed.dbConfig, plugins: ['@tkgate/plugin-internal', examplePlugin] })]);
+      const result = await runCli([
+        'config',
+        'check',
+        toolkitDir({ 'portal.yaml': bad }),
+        '--config',
+        writeConfig({ db: s.bed.dbConfig, plugins: ['@tkgate/plugin-internal', examplePlugin] }),
+      ]);
       expect(result.code).to.equal(1);
       const lines = result.stdout.trim().split('\n');
       expect(lines).to.include('portal.yaml: endpoints.0.valeu: unknown key');
@@ -74,15 +90,47 @@ for (const dialect of dialects) {
     });
 
     const refusals: Array<[string, () => string[], RegExp, Record<string, unknown>?]> = [
-      ['another plugin API version', () => [pluginFile("export default { name: 'old', apiVersion: 99, register() {} };")], /\(old\) needs plugin API 99; this tkgate has plugin API 1\.2/],
-      ['a malformed default export', () => [pluginFile('export default { hello: 1 };')], /is malformed: its default export must be \{ name, apiVersion, register\(api\) \}/],
+      [
+        'another plugin API version',
+        () => [pluginFile("export default { name: 'old', apiVersion: 99, register() {} };")],
+        /\(old\) needs plugin API 99; this tkgate has plugin API 1\.2/,
+      ],
+      [
+        'a malformed default export',
+        () => [pluginFile('export default { hello: 1 };')],
+        /is malformed: its default export must be \{ name, apiVersion, register\(api\) \}/,
+      ],
       ['a module that does not exist', () => ['tkgate-plugin-that-does-not-exist'], /plugin tkgate-plugin-that-does-not-exist cannot be loaded/],
       ['a type registered twice', () => ['@tkgate/plugin-internal', '@tkgate/plugin-internal'], /endpoint type internal is already registered/],
-      ['a register that throws', () => [pluginFile("export default { name: 'thrower', apiVersion: 1, register() { throw new Error('no licence key'); } };")], /failed to register: no licence key/],
-      ['options for a plugin that is not loaded', () => ['@tkgate/plugin-internal'], /plugin_options\.nope: no loaded plugin is named nope/, { plugin_options: { nope: {} } }],
-      ['a bad plugin option', () => ['@tkgate/plugin-exec'], /plugin_options\.@tkgate\/plugin-exec\.max_processes: /, { plugin_options: { '@tkgate/plugin-exec': { max_processes: 0 } } }],
-      ['an unknown http transport', () => ['@tkgate/plugin-http'], /plugin_options\.@tkgate\/plugin-http\.transport: /, { plugin_options: { '@tkgate/plugin-http': { transport: 'curl' } } }],
-      ['plugin options that are not an object', () => ['@tkgate/plugin-exec'], /plugin_options\.@tkgate\/plugin-exec: must be an object/, { plugin_options: { '@tkgate/plugin-exec': 5 } }],
+      [
+        'a register that throws',
+        () => [pluginFile("export default { name: 'thrower', apiVersion: 1, register() { throw new Error('no licence key'); } };")],
+        /failed to register: no licence key/,
+      ],
+      [
+        'options for a plugin that is not loaded',
+        () => ['@tkgate/plugin-internal'],
+        /plugin_options\.nope: no loaded plugin is named nope/,
+        { plugin_options: { nope: {} } },
+      ],
+      [
+        'a bad plugin option',
+        () => ['@tkgate/plugin-exec'],
+        /plugin_options\.@tkgate\/plugin-exec\.max_processes: /,
+        { plugin_options: { '@tkgate/plugin-exec': { max_processes: 0 } } },
+      ],
+      [
+        'an unknown http transport',
+        () => ['@tkgate/plugin-http'],
+        /plugin_options\.@tkgate\/plugin-http\.transport: /,
+        { plugin_options: { '@tkgate/plugin-http': { transport: 'curl' } } },
+      ],
+      [
+        'plugin options that are not an object',
+        () => ['@tkgate/plugin-exec'],
+        /plugin_options\.@tkgate\/plugin-exec: must be an object/,
+        { plugin_options: { '@tkgate/plugin-exec': 5 } },
+      ],
     ];
     for (const [what, plugins, message, extra] of refusals) {
       it(`refuses to start on ${what}, in one line`, async () => {

@@ -23,7 +23,10 @@ for (const dialect of dialects) {
   describe(`several instances on one database (${dialect.name})`, function () {
     this.timeout(60_000);
     const users = ['root', 'ann', 'ben', 'cat', 'dan', 'eve', 'fay', 'gus', 'hal', 'ivy'];
-    const s = withDatabase(dialect, users.map((username) => ({ username, power: username === 'root' ? 100 : 1 })));
+    const s = withDatabase(
+      dialect,
+      users.map((username) => ({ username, power: username === 'root' ? 100 : 1 })),
+    );
     const gateways: GatewayProcess[] = [];
     let a: ReturnType<typeof authClient>;
     let b: ReturnType<typeof authClient>;
@@ -46,7 +49,10 @@ for (const dialect of dialects) {
     });
     afterEach(function () {
       if (this.currentTest?.state !== 'failed') return;
-      for (const gateway of gateways) process.stderr.write(`--- gateway on ${gateway.port} (exit ${gateway.child.exitCode ?? gateway.child.signalCode}):\n${gateway.output().slice(-4000)}\n`);
+      for (const gateway of gateways)
+        process.stderr.write(
+          `--- gateway on ${gateway.port} (exit ${gateway.child.exitCode ?? gateway.child.signalCode}):\n${gateway.output().slice(-4000)}\n`,
+        );
     });
     after(async () => {
       await Promise.all(gateways.map((gateway) => gateway.stop()));
@@ -84,7 +90,11 @@ for (const dialect of dialects) {
         await eventually('B refuses a cleared token', async () => (await statusOn(b, token)) === 401);
       }
 
-      for (const command of [['sessions', 'clear', 'dan'], ['user', 'disable', 'dan'], ['user', 'passwd', 'dan', '--password-stdin']]) {
+      for (const command of [
+        ['sessions', 'clear', 'dan'],
+        ['user', 'disable', 'dan'],
+        ['user', 'passwd', 'dan', '--password-stdin'],
+      ]) {
         if (command[1] !== 'disable') await cli('user', 'enable', 'dan');
         const token = command[1] === 'passwd' ? await login(gatewayB(), 'dan') : await login(gatewayA(), 'dan');
         expect(await statusOn(a, token)).to.equal(200);
@@ -103,7 +113,12 @@ for (const dialect of dialects) {
       expect(onA.filter((status) => status === 200)).to.have.length(3);
       expect(onB).to.deep.equal(onA);
       const rows = await s.bed.db('sessions').where({ user_id: s.ids.eve }).pluck('token_hash');
-      expect(rows.sort()).to.deep.equal(tokens.filter((_, i) => onA[i] === 200).map(sha256).sort());
+      expect(rows.sort()).to.deep.equal(
+        tokens
+          .filter((_, i) => onA[i] === 200)
+          .map(sha256)
+          .sort(),
+      );
     });
 
     it('a session kept in use on A only survives B (which saw it once and purges meanwhile) and a restart of A', async () => {

@@ -13,7 +13,10 @@ const live = (group: string): ToolkitDoc => ({ name: 'live', type: 'app', defaul
 /** The direct children of a process (its cluster workers, or a worker's spawn helpers). */
 function childrenOf(pid: number): number[] {
   try {
-    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return []; // ps exits 1 when there are none
   }
@@ -48,7 +51,12 @@ for (const dialect of dialects) {
       new Set(await Promise.all(Array.from({ length: times }, async () => (await client.get('live', 'echo')).body.data?.toolkit_group)));
 
     it('serves one port from two workers, and a toolkit change reaches both, logged once', async () => {
-      expect(gateway.logs.filter((record) => record.msg === 'worker listening').map((record) => record.worker).sort()).to.deep.equal([1, 2]);
+      expect(
+        gateway.logs
+          .filter((record) => record.msg === 'worker listening')
+          .map((record) => record.worker)
+          .sort(),
+      ).to.deep.equal([1, 2]);
       expect(workerPids()).to.have.length(2);
       const client = toolkitClient(gateway.base, await loginToken(gateway.base, 'wes', passwordOf('wes')));
       expect([...(await groupsSeen(client, 10))]).to.deep.equal(['v1']);
@@ -75,7 +83,7 @@ for (const dialect of dialects) {
       expect(now).to.have.length(2);
       expect(now).to.include(survivor);
       expect(now).not.to.include(victim);
-      await eventually('the dead worker\'s spawn helpers are gone', async () => helpers.every((pid) => !alive(pid)));
+      await eventually("the dead worker's spawn helpers are gone", async () => helpers.every((pid) => !alive(pid)));
       for (let i = 0; i < 10; i++) expect((await auth.status(token)).status).to.equal(200);
 
       const workers = workerPids();

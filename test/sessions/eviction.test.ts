@@ -41,7 +41,10 @@ for (const dialect of dialects) {
       expect(statuses.filter((status) => status === 200)).to.have.length(3);
       const rows = await rowsOf(s.ids.frank!);
       expect(rows).to.have.length(3);
-      const aliveHashes = tokens.filter((_, i) => statuses[i] === 200).map(sha256).sort();
+      const aliveHashes = tokens
+        .filter((_, i) => statuses[i] === 200)
+        .map(sha256)
+        .sort();
       expect(rows.map((r) => r.token_hash).sort()).to.deep.equal(aliveHashes);
     });
 

@@ -15,7 +15,14 @@ for (const dialect of dialects) {
     /** A request that counts as use. */
     const use = (token: string) => s.auth.clearSessions(token, { username: 'quiet' });
     const storedLastUse = async (token: string) =>
-      Number((await s.bed.db('sessions').where({ token_hash: sha256(token) }).first('last_used_at'))?.last_used_at);
+      Number(
+        (
+          await s.bed
+            .db('sessions')
+            .where({ token_hash: sha256(token) })
+            .first('last_used_at')
+        )?.last_used_at,
+      );
 
     it('writes last use only once it lags by a tenth of the idle timeout', async () => {
       const token = await s.login('root');

@@ -9,7 +9,9 @@ for (const dialect of dialects) {
   describe(`changes made by the CLI reach a running gateway (${dialect.name})`, () => {
     // cache_ttl 0: every request reads the database, so "the next request" holds exactly (with the default
     // 1 s cache, within that second: test/scale/multi-instance.test.ts).
-    const s = withGateway(dialect, [{ username: 'ivan' }, { username: 'jane' }, { username: 'kim' }, { username: 'leo', power: 1 }], { sessions: { cache_ttl: 0 } });
+    const s = withGateway(dialect, [{ username: 'ivan' }, { username: 'jane' }, { username: 'kim' }, { username: 'leo', power: 1 }], {
+      sessions: { cache_ttl: 0 },
+    });
     const cli = (...args: string[]) => runCli([...args, '--config', writeConfig({ db: s.bed.dbConfig })], { stdin: 'new-password-1\n' });
 
     it('a password change ends every session of that user', async () => {

@@ -29,7 +29,9 @@ export async function failSessionUpdates(bed: Testbed): Promise<() => Promise<vo
   if (bed.dbConfig.client === 'sqlite') {
     await bed.db.raw("CREATE TRIGGER fail_session_update BEFORE UPDATE ON sessions BEGIN SELECT RAISE(ABORT, 'session writes are broken'); END");
   } else {
-    await bed.db.raw("CREATE TRIGGER fail_session_update BEFORE UPDATE ON sessions FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'session writes are broken'");
+    await bed.db.raw(
+      "CREATE TRIGGER fail_session_update BEFORE UPDATE ON sessions FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'session writes are broken'",
+    );
   }
   return async () => {
     await bed.db.raw('DROP TRIGGER fail_session_update');

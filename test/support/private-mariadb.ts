@@ -30,24 +30,43 @@ function freePort(): Promise<number> {
 export async function startPrivateMariadb(): Promise<PrivateMariadb> {
   const dir = tempDir('tkgate-mariadb-');
   const datadir = path.join(dir, 'data');
-  await promisify(execFile)('mariadb-install-db', ['--no-defaults', `--datadir=${datadir}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db']);
+  await promisify(execFile)('mariadb-install-db', [
+    '--no-defaults',
+    `--datadir=${datadir}`,
+    '--user=root',
+    '--auth-root-authentication-method=normal',
+    '--skip-test-db',
+  ]);
   const port = await freePort();
   const server: ChildProcess = spawn(
     'mariadbd',
-    ['--no-defaults', `--datadir=${datadir}`, '--user=root', `--port=${port}`, '--bind-address=127.0.0.1', `--socket=${path.join(dir, 'sock')}`, '--skip-log-bin', '--innodb-buffer-pool-size=16M'],
+    [
+      '--no-defaults',
+      `--datadir=${datadir}`,
+      '--user=root',
+      `--port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--socket=${path.join(dir, 'sock')}`,
+      '--skip-log-bin',
+      '--innodb-buffer-pool-size=16M',
+    ],
     { stdio: 'ignore' },
   );
   const admin = { host: '127.0.0.1', port, user: 'root', password: '' };
-  await eventually('the private mariadbd accepts connections', async () => {
-    try {
-      const conn = await mysql.createConnection(admin);
-      await conn.query('CREATE DATABASE IF NOT EXISTS tkgate');
-      await conn.end();
-      return true;
-    } catch {
-      return undefined;
-    }
-  }, 60_000);
+  await eventually(
+    'the private mariadbd accepts connections',
+    async () => {
+      try {
+        const conn = await mysql.createConnection(admin);
+        await conn.query('CREATE DATABASE IF NOT EXISTS tkgate');
+        await conn.end();
+        return true;
+      } catch {
+        return undefined;
+      }
+    },
+    60_000,
+  );
   const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
   return {
     url: `mysql://root@127.0.0.1:${port}/tkgate`,

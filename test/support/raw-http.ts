@@ -142,7 +142,9 @@ export function parseResponses(bytes: Buffer): { responses: ParsedResponse[]; re
  */
 export function keepAliveExchange(base: string, paths: string[], headers: Record<string, string> = {}): Promise<{ responses: ParsedResponse[]; rest: Buffer }> {
   const url = new URL(base);
-  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const extra = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(url.port), url.hostname);
     let received = Buffer.alloc(0);

@@ -29,7 +29,9 @@ const compile = (schema: object): ValidateFunction => new Ajv2020({ allErrors: t
 /** The key paths ajv reports as unknown, dotted like config check's (endpoints.0.methdo). */
 function unknownKeys(errors: ErrorObject[] | null | undefined): string[] {
   return (errors ?? []).flatMap((error) => {
-    const key = (error.params as { unevaluatedProperty?: string; additionalProperty?: string }).unevaluatedProperty ?? (error.params as { additionalProperty?: string }).additionalProperty;
+    const key =
+      (error.params as { unevaluatedProperty?: string; additionalProperty?: string }).unevaluatedProperty ??
+      (error.params as { additionalProperty?: string }).additionalProperty;
     return key === undefined ? [] : [[...error.instancePath.split('/').slice(1), key].join('.')];
   });
 }
@@ -78,7 +80,9 @@ describe('tkgate schema: the JSON Schema of toolkit files', function () {
     expect(endpoint.properties.type.enum).to.deep.equal(['internal', 'http', 'exec', 'static', 'redis']);
     const staticKeys = endpoint.allOf.find((branch: any) => branch.if.properties.type.const === 'static').then.properties;
     expect(Object.keys(staticKeys)).to.deep.equal(['value', 'by_group']);
-    const undescribed = [...properties(schema, '')].filter(([, property]) => typeof property.description !== 'string' || property.description === '').map(([where]) => where);
+    const undescribed = [...properties(schema, '')]
+      .filter(([, property]) => typeof property.description !== 'string' || property.description === '')
+      .map(([where]) => where);
     expect(undescribed).to.deep.equal([]);
   });
 
@@ -104,15 +108,32 @@ describe('tkgate schema: the JSON Schema of toolkit files', function () {
   /** Misspelt keys at every level: each file has one, at the key path config check names. */
   const typos: Record<string, [ToolkitDoc, string]> = {
     'top.yaml': [{ name: 'top', type: 'app', enabeld: true, endpoints: [{ path: 'a', method: 'GET', type: 'internal', handler: 'x' }] }, 'enabeld'],
-    'core.yaml': [{ name: 'core', type: 'app', endpoints: [{ path: 'a', methdo: 'GET', method: 'GET', type: 'internal', handler: 'x' }] }, 'endpoints.0.methdo'],
+    'core.yaml': [
+      { name: 'core', type: 'app', endpoints: [{ path: 'a', methdo: 'GET', method: 'GET', type: 'internal', handler: 'x' }] },
+      'endpoints.0.methdo',
+    ],
     'rule.yaml': [
-      { name: 'rule', type: 'app', endpoints: [{ path: 'a', method: 'GET', type: 'internal', handler: 'x', client_filter: { field_rules: { q: { type: 'string', max_lenght: 3 } } } }] },
+      {
+        name: 'rule',
+        type: 'app',
+        endpoints: [{ path: 'a', method: 'GET', type: 'internal', handler: 'x', client_filter: { field_rules: { q: { type: 'string', max_lenght: 3 } } } }],
+      },
       'endpoints.0.client_filter.field_rules.q.max_lenght',
     ],
-    'http.yaml': [{ name: 'web', type: 'app', endpoints: [{ path: 'a', method: 'GET', type: 'http', upstream: { url: 'http://127.0.0.1:9/', timout: '1s' } }] }, 'endpoints.0.upstream.timout'],
-    'exec.yaml': [{ name: 'run', type: 'app', endpoints: [{ path: 'a', method: 'GET', type: 'exec', command: ['/bin/true'], max_ouput_bytes: 10 }] }, 'endpoints.0.max_ouput_bytes'],
+    'http.yaml': [
+      { name: 'web', type: 'app', endpoints: [{ path: 'a', method: 'GET', type: 'http', upstream: { url: 'http://127.0.0.1:9/', timout: '1s' } }] },
+      'endpoints.0.upstream.timout',
+    ],
+    'exec.yaml': [
+      { name: 'run', type: 'app', endpoints: [{ path: 'a', method: 'GET', type: 'exec', command: ['/bin/true'], max_ouput_bytes: 10 }] },
+      'endpoints.0.max_ouput_bytes',
+    ],
     'query.yaml': [
-      { name: 'query', type: 'app', endpoints: [{ path: 'a', method: 'GET', type: 'internal', pseudo_querys: [{ select: 'users', columns: ['id'], limt: 5 }] }] },
+      {
+        name: 'query',
+        type: 'app',
+        endpoints: [{ path: 'a', method: 'GET', type: 'internal', pseudo_querys: [{ select: 'users', columns: ['id'], limt: 5 }] }],
+      },
       'endpoints.0.pseudo_querys.0.limt',
     ],
   };

@@ -33,7 +33,12 @@ for (const dialect of dialects) {
     });
 
     /** Requests one after another over `targets` until stopped; each answer's toolkit_group is its version. */
-    function stream(targets: Array<[string, string]> = [['kit', 'echo'], ['kit', 'echo2']]) {
+    function stream(
+      targets: Array<[string, string]> = [
+        ['kit', 'echo'],
+        ['kit', 'echo2'],
+      ],
+    ) {
       const replies: Reply[] = [];
       let running = true;
       const done = (async () => {
@@ -74,27 +79,43 @@ for (const dialect of dialects) {
       await sleep(200);
       const replies = await requests.stop();
       console.log(`      ${label}: live ${ms} ms after the change was complete, ${replies.length} requests`);
-      expect(replies.filter((reply) => reply.status !== 200).map((reply) => reply.body), `${label}: failed answers`).to.deep.equal([]);
+      expect(
+        replies.filter((reply) => reply.status !== 200).map((reply) => reply.body),
+        `${label}: failed answers`,
+      ).to.deep.equal([]);
       const groups = replies.map((reply) => reply.body.data.toolkit_group as string);
       const first = groups.indexOf(to);
       expect(first, `${label}: the new version was served`).to.be.at.least(0);
-      expect(groups.slice(first).filter((group) => group !== to), `${label}: stale answers`).to.deep.equal([]);
+      expect(
+        groups.slice(first).filter((group) => group !== to),
+        `${label}: stale answers`,
+      ).to.deep.equal([]);
       expect(groups.slice(0, first).every((group) => group === from)).to.equal(true);
     }
 
     it('a directory deleted and re-created at once, then with a 1 s gap', async () => {
       await reset('v1');
-      await underStream('v1', 'v2', () => {
-        rmSync(dir, { recursive: true });
-        mkdirSync(dir);
-        writeFileSync(path.join(dir, 'kit.yaml'), kitYaml('v2'));
-      }, 'deleted and re-created');
-      await underStream('v2', 'v3', async () => {
-        rmSync(dir, { recursive: true });
-        await sleep(1000);
-        mkdirSync(dir);
-        writeFileSync(path.join(dir, 'kit.yaml'), kitYaml('v3'));
-      }, 'deleted, 1 s, re-created');
+      await underStream(
+        'v1',
+        'v2',
+        () => {
+          rmSync(dir, { recursive: true });
+          mkdirSync(dir);
+          writeFileSync(path.join(dir, 'kit.yaml'), kitYaml('v2'));
+        },
+        'deleted and re-created',
+      );
+      await underStream(
+        'v2',
+        'v3',
+        async () => {
+          rmSync(dir, { recursive: true });
+          await sleep(1000);
+          mkdirSync(dir);
+          writeFileSync(path.join(dir, 'kit.yaml'), kitYaml('v3'));
+        },
+        'deleted, 1 s, re-created',
+      );
       expect(logs('toolkit directory unavailable').length).to.be.at.least(1);
       // Later edits are still seen: the watch followed the new directory.
       await underStream('v3', 'v4', () => writeToolkit(dir, 'kit.yaml', kit('v4')), 'edit after re-creation');
@@ -102,35 +123,63 @@ for (const dialect of dialects) {
 
     it('a directory moved away and replaced, then replaced by a symlink that is re-pointed', async () => {
       await reset('v4');
-      await underStream('v4', 'v5', () => {
-        renameSync(dir, `${dir}.old`);
-        mkdirSync(dir);
-        writeFileSync(path.join(dir, 'kit.yaml'), kitYaml('v5'));
-      }, 'moved away and replaced');
+      await underStream(
+        'v4',
+        'v5',
+        () => {
+          renameSync(dir, `${dir}.old`);
+          mkdirSync(dir);
+          writeFileSync(path.join(dir, 'kit.yaml'), kitYaml('v5'));
+        },
+        'moved away and replaced',
+      );
       const releases = path.join(work, 'site', 'releases');
-      for (const [release, version] of [['r1', 'v6'], ['r2', 'v7']]) {
+      for (const [release, version] of [
+        ['r1', 'v6'],
+        ['r2', 'v7'],
+      ]) {
         mkdirSync(path.join(releases, release!), { recursive: true });
         writeFileSync(path.join(releases, release!, 'kit.yaml'), kitYaml(version!));
       }
-      await underStream('v5', 'v6', () => {
-        renameSync(dir, `${dir}.old2`);
-        symlinkSync('releases/r1', dir);
-      }, 'replaced by a symlink');
-      await underStream('v6', 'v7', () => {
-        execFileSync('ln', ['-sfn', 'releases/r2', dir]);
-      }, 'symlink re-pointed (ln -sfn)');
+      await underStream(
+        'v5',
+        'v6',
+        () => {
+          renameSync(dir, `${dir}.old2`);
+          symlinkSync('releases/r1', dir);
+        },
+        'replaced by a symlink',
+      );
+      await underStream(
+        'v6',
+        'v7',
+        () => {
+          execFileSync('ln', ['-sfn', 'releases/r2', dir]);
+        },
+        'symlink re-pointed (ln -sfn)',
+      );
       await underStream('v7', 'v8', () => writeToolkit(dir, 'kit.yaml', kit('v8')), 'edit in the new release');
       const shared = path.join(work, 'site', 'shared');
       mkdirSync(shared);
       writeFileSync(path.join(shared, 'kit-v9.yaml'), kitYaml('v9'));
-      await underStream('v8', 'v9', () => {
-        symlinkSync(path.join(shared, 'kit-v9.yaml'), path.join(dir, '.kit.link'));
-        renameSync(path.join(dir, '.kit.link'), path.join(dir, 'kit.yaml'));
-      }, 'file replaced by a symlink');
+      await underStream(
+        'v8',
+        'v9',
+        () => {
+          symlinkSync(path.join(shared, 'kit-v9.yaml'), path.join(dir, '.kit.link'));
+          renameSync(path.join(dir, '.kit.link'), path.join(dir, 'kit.yaml'));
+        },
+        'file replaced by a symlink',
+      );
       writeFileSync(path.join(shared, 'kit-v10.yaml'), kitYaml('v10'));
-      await underStream('v9', 'v10', () => {
-        execFileSync('ln', ['-sfn', path.join(shared, 'kit-v10.yaml'), path.join(dir, 'kit.yaml')]);
-      }, 'symlinked file re-pointed');
+      await underStream(
+        'v9',
+        'v10',
+        () => {
+          execFileSync('ln', ['-sfn', path.join(shared, 'kit-v10.yaml'), path.join(dir, 'kit.yaml')]);
+        },
+        'symlinked file re-pointed',
+      );
       writeFileSync(path.join(dir, 'kit.yaml.tmp'), kitYaml('v11'));
       renameSync(path.join(dir, 'kit.yaml.tmp'), path.join(dir, 'kit.yaml'));
       await liveWithin(kitIs('v11'), 'back to a plain file');
@@ -140,11 +189,16 @@ for (const dialect of dialects) {
       await reset('v11');
       await underStream('v11', 'v11', () => writeToolkit(dir, 'kit-backup.yaml', kit('v11')), 'copy added');
       await sleep(1000);
-      await underStream('v11', 'v12', async () => {
-        rmSync(path.join(dir, 'kit.yaml'));
-        await sleep(400); // longer than the settle period: the deletion alone is seen
-        writeToolkit(dir, 'kit.yaml', kit('v12'));
-      }, 'deleted and re-created 0.4 s later beside its copy');
+      await underStream(
+        'v11',
+        'v12',
+        async () => {
+          rmSync(path.join(dir, 'kit.yaml'));
+          await sleep(400); // longer than the settle period: the deletion alone is seen
+          writeToolkit(dir, 'kit.yaml', kit('v12'));
+        },
+        'deleted and re-created 0.4 s later beside its copy',
+      );
       const duplicate = logs('toolkit defined in several files').at(-1);
       expect(duplicate).to.include({ level: 'warn', toolkit: 'kit', served_from: 'kit.yaml' });
       expect(duplicate!.files).to.have.members(['kit.yaml', 'kit-backup.yaml']);
@@ -156,38 +210,60 @@ for (const dialect of dialects) {
     it('renaming while breaking keeps the last good version, until a valid definition appears', async () => {
       const broken = 'name: kit\ntype: app\nendpoints: [ {path: echo';
       await reset('v12');
-      await underStream('v12', 'v13', async () => {
-        renameSync(path.join(dir, 'kit.yaml'), path.join(dir, 'kit.yml'));
-        writeFileSync(path.join(dir, 'kit.yml'), broken);
-        await sleep(1500);
-        expect(await kitIs('v12')()).to.equal(true);
-        writeFileSync(path.join(dir, 'kit.yml'), kitYaml('v13'));
-      }, 'mv kit.yaml kit.yml + broken edit');
-      expect(logs('toolkit kept at its last good version').some((record) => record.toolkit === 'kit' && (record.files as string[]).includes('kit.yml'))).to.equal(true);
-      await underStream('v13', 'v14', async () => {
-        rmSync(path.join(dir, 'kit.yml'));
-        writeFileSync(path.join(dir, 'kit.json'), '{"name": "kit", "type": "app", "endpoints": [');
-        await sleep(1500);
-        expect(await kitIs('v13')()).to.equal(true);
-        writeFileSync(path.join(dir, 'kit.json'), JSON.stringify(kit('v14')));
-      }, 'kit.yml replaced by a broken kit.json');
-      await underStream('v14', 'v15', () => {
-        rmSync(path.join(dir, 'kit.json'));
-        writeFileSync(path.join(dir, 'kit.yaml'), kitYaml('v15'));
-      }, 'kit.json back to kit.yaml');
+      await underStream(
+        'v12',
+        'v13',
+        async () => {
+          renameSync(path.join(dir, 'kit.yaml'), path.join(dir, 'kit.yml'));
+          writeFileSync(path.join(dir, 'kit.yml'), broken);
+          await sleep(1500);
+          expect(await kitIs('v12')()).to.equal(true);
+          writeFileSync(path.join(dir, 'kit.yml'), kitYaml('v13'));
+        },
+        'mv kit.yaml kit.yml + broken edit',
+      );
+      expect(
+        logs('toolkit kept at its last good version').some((record) => record.toolkit === 'kit' && (record.files as string[]).includes('kit.yml')),
+      ).to.equal(true);
+      await underStream(
+        'v13',
+        'v14',
+        async () => {
+          rmSync(path.join(dir, 'kit.yml'));
+          writeFileSync(path.join(dir, 'kit.json'), '{"name": "kit", "type": "app", "endpoints": [');
+          await sleep(1500);
+          expect(await kitIs('v13')()).to.equal(true);
+          writeFileSync(path.join(dir, 'kit.json'), JSON.stringify(kit('v14')));
+        },
+        'kit.yml replaced by a broken kit.json',
+      );
+      await underStream(
+        'v14',
+        'v15',
+        () => {
+          rmSync(path.join(dir, 'kit.json'));
+          writeFileSync(path.join(dir, 'kit.yaml'), kitYaml('v15'));
+        },
+        'kit.json back to kit.yaml',
+      );
     });
 
     it('a slow writer pausing 0.5 s at an endpoint boundary never takes an endpoint away', async () => {
       await reset('v15');
       const [head, tail] = kitYaml('v16').split(/(?=^ {2}- path: echo2$)/m);
       expect(tail).to.be.a('string');
-      await underStream('v15', 'v16', async () => {
-        const fd = openSync(path.join(dir, 'kit.yaml'), 'w');
-        writeSync(fd, head!);
-        await sleep(500);
-        writeSync(fd, tail!);
-        closeSync(fd);
-      }, 'slow writer');
+      await underStream(
+        'v15',
+        'v16',
+        async () => {
+          const fd = openSync(path.join(dir, 'kit.yaml'), 'w');
+          writeSync(fd, head!);
+          await sleep(500);
+          writeSync(fd, tail!);
+          closeSync(fd);
+        },
+        'slow writer',
+      );
       expect(logs('toolkit endpoints removed')).to.deep.equal([]);
     });
 
@@ -195,7 +271,10 @@ for (const dialect of dialects) {
       // The branches are made in a directory nobody watches; the watched one only ever sees checkouts.
       const source = path.join(work, 'repo');
       mkdirSync(source);
-      const gitIn = (cwd: string) => (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.org', ...args], { cwd, stdio: 'pipe' });
+      const gitIn =
+        (cwd: string) =>
+        (...args: string[]) =>
+          execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.org', ...args], { cwd, stdio: 'pipe' });
       const names = Array.from({ length: 50 }, (_, i) => `g${i}`);
       const branch = (version: string) => {
         for (const name of names) writeToolkit(source, `${name}.yaml`, { name, type: 'app', default_group: version, endpoints: [echoEndpoint()] });
@@ -226,16 +305,29 @@ for (const dialect of dialects) {
       const first = groups.indexOf('b');
       console.log(`      git switch: ${groups.length} requests, ${first} before the switch`);
       expect(groups.slice(0, first).every((group) => group === 'a')).to.equal(true);
-      expect(groups.slice(first).filter((group) => group !== 'b'), 'stale or failed answers').to.deep.equal([]);
+      expect(
+        groups.slice(first).filter((group) => group !== 'b'),
+        'stale or failed answers',
+      ).to.deep.equal([]);
     });
 
     it('an exec endpoint keeps its max_concurrency gate across an unrelated reload', async () => {
       const script = path.join(work, 'exclusive.sh');
-      writeFileSync(script, `#!/bin/sh\nif mkdir "${work}/running" 2>/dev/null; then sleep 1.2; rmdir "${work}/running"; echo '{"overlap":false}'; else echo '{"overlap":true}'; fi\n`);
+      writeFileSync(
+        script,
+        `#!/bin/sh\nif mkdir "${work}/running" 2>/dev/null; then sleep 1.2; rmdir "${work}/running"; echo '{"overlap":false}'; else echo '{"overlap":true}'; fi\n`,
+      );
       chmodSync(script, 0o755);
-      writeToolkit(dir, 'jobs.yaml', { name: 'jobs', type: 'app', endpoints: [{ path: 'run', method: 'GET', type: 'exec', command: [script], max_concurrency: 1, max_queue: 4 }] });
+      writeToolkit(dir, 'jobs.yaml', {
+        name: 'jobs',
+        type: 'app',
+        endpoints: [{ path: 'run', method: 'GET', type: 'exec', command: [script], max_concurrency: 1, max_queue: 4 }],
+      });
       writeToolkit(dir, 'other.yaml', { name: 'other', type: 'app', default_group: 'o1', endpoints: [echoEndpoint()] });
-      await liveWithin(async () => (await client.get('other', 'echo')).status === 200 && (await client.get('jobs', 'nope')).body.error?.code === 'endpoint_not_found', 'jobs and other');
+      await liveWithin(
+        async () => (await client.get('other', 'echo')).status === 200 && (await client.get('jobs', 'nope')).body.error?.code === 'endpoint_not_found',
+        'jobs and other',
+      );
       const first = client.get('jobs', 'run');
       await sleep(150);
       writeToolkit(dir, 'other.yaml', { name: 'other', type: 'app', default_group: 'o2', endpoints: [echoEndpoint()] });
@@ -248,7 +340,10 @@ for (const dialect of dialects) {
 
     it('300 files: one edit is compiled and logged alone; refused files are logged once per change', async () => {
       for (let i = 0; i < 250; i++) writeToolkit(dir, `bulk${i}.yaml`, { name: `bulk${i}`, type: 'app', default_group: 'b1', endpoints: [echoEndpoint()] });
-      writeFileSync(path.join(dir, 'utf16.json'), Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(JSON.stringify(kit('x')).replace('"kit"', '"wide"'), 'utf16le')]));
+      writeFileSync(
+        path.join(dir, 'utf16.json'),
+        Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(JSON.stringify(kit('x')).replace('"kit"', '"wide"'), 'utf16le')]),
+      );
       writeFileSync(path.join(dir, 'bom.json'), `\uFEFF${JSON.stringify({ name: 'bom', type: 'app', endpoints: [echoEndpoint()] })}`);
       await liveWithin(async () => (await client.get('bulk249', 'echo')).status === 200 && (await client.get('bom', 'echo')).status === 200, '300 files');
       const refusedLines = () => logs('toolkit file refused').filter((record) => record.file === 'utf16.json');
@@ -269,7 +364,10 @@ for (const dialect of dialects) {
         ['toolkit reloaded', 'bulk7'],
         ['toolkit reloaded', 'bulk7'],
       ]);
-      expect(reloads.every((record) => String(record.trigger).endsWith('bulk7.yaml')), 'each reload names the path that triggered it').to.equal(true);
+      expect(
+        reloads.every((record) => String(record.trigger).endsWith('bulk7.yaml')),
+        'each reload names the path that triggered it',
+      ).to.equal(true);
       expect(refusedLines().length).to.equal(1);
     });
 
@@ -293,7 +391,15 @@ for (const dialect of dialects) {
       expect(retired().map((record) => [record.toolkit, record.endpoint, record.version])).to.deep.equal([['probe', 'slow', 'p1']]);
       rmSync(path.join(dir, 'probe.yaml'));
       await liveWithin(async () => retired().length === 4, 'onRetire of the removed toolkit');
-      expect(retired().slice(1).map((record) => [record.endpoint, record.version])).to.have.deep.members([['slow', null], ['steady', 'same'], ['fresh', 'p2']]);
+      expect(
+        retired()
+          .slice(1)
+          .map((record) => [record.endpoint, record.version]),
+      ).to.have.deep.members([
+        ['slow', null],
+        ['steady', 'same'],
+        ['fresh', 'p2'],
+      ]);
     });
   });
 }

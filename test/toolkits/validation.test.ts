@@ -23,38 +23,153 @@ const broken: Array<[string, ToolkitDoc | string, string, RegExp]> = [
   ['wrong-type.yaml', toolkit('a3', [echoEndpoint()], { enabled: 'yes' }), 'enabled', /boolean/],
   ['no-endpoints.yaml', toolkit('a4', []), 'endpoints', /.+/],
   ['unknown-endpoint-key.yaml', toolkit('a5', [internal({ colour: 1 })]), 'endpoints.0.colour', /nrecognized key|unknown key/],
-  ['unknown-type.yaml', toolkit('a6', [{ path: 'x', method: 'GET', type: 'ftp' }]), 'endpoints.0.type', /unknown endpoint type ftp \(loaded: internal, http, exec, probe\)/],
+  [
+    'unknown-type.yaml',
+    toolkit('a6', [{ path: 'x', method: 'GET', type: 'ftp' }]),
+    'endpoints.0.type',
+    /unknown endpoint type ftp \(loaded: internal, http, exec, probe\)/,
+  ],
   ['bad-method.yaml', toolkit('a7', [internal({ method: 'DELETE' })]), 'endpoints.0.method', /.+/],
-  ['bad-regex.yaml', toolkit('a8', [internal({ client_filter: { field_rules: { q: { type: 'string', pattern: '(unclosed' } } } })]), 'endpoints.0.client_filter.field_rules.q.pattern', /not a valid \(RE2\) regular expression/],
-  ['backreference.yaml', toolkit('a9', [internal({ client_filter: { field_rules: { q: { pattern: '(a)\\1' } } } })]), 'endpoints.0.client_filter.field_rules.q.pattern', /regular expression/],
-  ['rule-type.yaml', toolkit('b1', [internal({ client_filter: { field_rules: { q: { type: 'text' } } } })]), 'endpoints.0.client_filter.field_rules.q.type', /.+/],
-  ['required-not-allowed.yaml', toolkit('b2', [internal({ client_filter: { allowed_fields: ['a'], required_fields: ['b'] } })]), 'endpoints.0.client_filter.required_fields.0', /not in allowed_fields/],
+  [
+    'bad-regex.yaml',
+    toolkit('a8', [internal({ client_filter: { field_rules: { q: { type: 'string', pattern: '(unclosed' } } } })]),
+    'endpoints.0.client_filter.field_rules.q.pattern',
+    /not a valid \(RE2\) regular expression/,
+  ],
+  [
+    'backreference.yaml',
+    toolkit('a9', [internal({ client_filter: { field_rules: { q: { pattern: '(a)\\1' } } } })]),
+    'endpoints.0.client_filter.field_rules.q.pattern',
+    /regular expression/,
+  ],
+  [
+    'rule-type.yaml',
+    toolkit('b1', [internal({ client_filter: { field_rules: { q: { type: 'text' } } } })]),
+    'endpoints.0.client_filter.field_rules.q.type',
+    /.+/,
+  ],
+  [
+    'required-not-allowed.yaml',
+    toolkit('b2', [internal({ client_filter: { allowed_fields: ['a'], required_fields: ['b'] } })]),
+    'endpoints.0.client_filter.required_fields.0',
+    /not in allowed_fields/,
+  ],
   ['missing-table.yaml', toolkit('b3', [internal({ inject_db_context: ['ghosts.name'] })]), 'endpoints.0.inject_db_context.0', /table ghosts does not exist/],
-  ['missing-column.yaml', toolkit('b4', [internal({ inject_db_context: ['profiles.phone'] })]), 'endpoints.0.inject_db_context.0', /column profiles.phone does not exist/],
-  ['read-sessions.yaml', toolkit('b5', [internal({ inject_db_context: ['sessions.token_hash'] })]), 'endpoints.0.inject_db_context.0', /sessions can never be read/],
-  ['read-password.yaml', toolkit('b6', [internal({ inject_db_context: ['users.password_hash'] })]), 'endpoints.0.inject_db_context.0', /users.password_hash can never be read/],
-  ['filter-password.yaml', toolkit('b7', [internal({ inject_db_context: ['users.username?password_hash=$payload.p'] })]), 'endpoints.0.inject_db_context.0', /password_hash can never be read/],
+  [
+    'missing-column.yaml',
+    toolkit('b4', [internal({ inject_db_context: ['profiles.phone'] })]),
+    'endpoints.0.inject_db_context.0',
+    /column profiles.phone does not exist/,
+  ],
+  [
+    'read-sessions.yaml',
+    toolkit('b5', [internal({ inject_db_context: ['sessions.token_hash'] })]),
+    'endpoints.0.inject_db_context.0',
+    /sessions can never be read/,
+  ],
+  [
+    'read-password.yaml',
+    toolkit('b6', [internal({ inject_db_context: ['users.password_hash'] })]),
+    'endpoints.0.inject_db_context.0',
+    /users.password_hash can never be read/,
+  ],
+  [
+    'filter-password.yaml',
+    toolkit('b7', [internal({ inject_db_context: ['users.username?password_hash=$payload.p'] })]),
+    'endpoints.0.inject_db_context.0',
+    /password_hash can never be read/,
+  ],
   ['no-owner.yaml', toolkit('b8', [internal({ inject_db_context: ['items.title'] })]), 'endpoints.0.inject_db_context.0', /has no user_id column/],
-  ['bad-entry.yaml', toolkit('b9', [internal({ inject_db_context: ['profiles.email; DROP TABLE users'] })]), 'endpoints.0.inject_db_context.0', /must be "<table>.<column>"/],
-  ['duplicate-key.yaml', toolkit('c1', [internal({ inject_db_context: ['profiles.email', 'users.username as email'] })]), 'endpoints.0.inject_db_context.1', /key email is already set/],
-  ['wrap-core.yaml', toolkit('c2', [internal({ inject_db_context: ['profiles.email as user_id'], overwrite_wrapping: ['user_id'] })]), 'endpoints.0.overwrite_wrapping.0', /user_id may not be replaced/],
+  [
+    'bad-entry.yaml',
+    toolkit('b9', [internal({ inject_db_context: ['profiles.email; DROP TABLE users'] })]),
+    'endpoints.0.inject_db_context.0',
+    /must be "<table>.<column>"/,
+  ],
+  [
+    'duplicate-key.yaml',
+    toolkit('c1', [internal({ inject_db_context: ['profiles.email', 'users.username as email'] })]),
+    'endpoints.0.inject_db_context.1',
+    /key email is already set/,
+  ],
+  [
+    'wrap-core.yaml',
+    toolkit('c2', [internal({ inject_db_context: ['profiles.email as user_id'], overwrite_wrapping: ['user_id'] })]),
+    'endpoints.0.overwrite_wrapping.0',
+    /user_id may not be replaced/,
+  ],
   ['wrap-unknown.yaml', toolkit('c3', [internal({ overwrite_wrapping: ['email'] })]), 'endpoints.0.overwrite_wrapping.0', /db_context has no key email/],
   ['remove-unknown.yaml', toolkit('c4', [internal({ overwrite_wrapping: ['-pwoer'] })]), 'endpoints.0.overwrite_wrapping.0', /no such field/],
   ['update-no-where.yaml', toolkit('c5', [select({ update: 'items', set: { status: 'x' } })]), 'endpoints.0.pseudo_querys.0.where', /.+/],
-  ['update-empty-where.yaml', toolkit('c6', [select({ update: 'items', set: { status: 'x' }, where: {} })]), 'endpoints.0.pseudo_querys.0.where', /non-empty where/],
+  [
+    'update-empty-where.yaml',
+    toolkit('c6', [select({ update: 'items', set: { status: 'x' }, where: {} })]),
+    'endpoints.0.pseudo_querys.0.where',
+    /non-empty where/,
+  ],
   ['delete-no-where.yaml', toolkit('c7', [select({ delete: 'items', where: {} })]), 'endpoints.0.pseudo_querys.0.where', /non-empty where/],
-  ['select-secret.yaml', toolkit('c8', [select({ select: 'users', columns: ['id', 'password_hash'] })]), 'endpoints.0.pseudo_querys.0.columns.1', /password_hash can never be read/],
-  ['select-sessions.yaml', toolkit('c9', [select({ select: 'sessions', columns: ['user_id'] })]), 'endpoints.0.pseudo_querys.0.select', /sessions can never be read/],
-  ['write-users.yaml', toolkit('d1', [select({ update: 'users', set: { power: 999 }, where: { id: '$context.user_id' } })]), 'endpoints.0.pseudo_querys.0.update', /belongs to tkgate/],
-  ['bad-reference.yaml', toolkit('d2', [select({ select: 'items', columns: ['id'], where: { title: '$request.body' } })]), 'endpoints.0.pseudo_querys.0.where.title', /not a reference/],
-  ['removed-context.yaml', toolkit('d3', [{ ...select({ select: 'items', columns: ['id'], where: { owner_id: '$context.user_id' } }), overwrite_wrapping: ['-user_id'] }]), 'endpoints.0.pseudo_querys.0.where.owner_id', /no field user_id/],
-  ['literal-type.yaml', toolkit('e1', [select({ select: 'items', columns: ['id'], where: { owner_id: 'abc' } })]), 'endpoints.0.pseudo_querys.0.where.owner_id', /"abc" is not an integer, the type of items.owner_id/],
-  ['two-ops.yaml', toolkit('d4', [select({ select: 'items', delete: 'items', columns: ['id'], where: { id: 1 } })]), 'endpoints.0.pseudo_querys.0', /exactly one of/],
+  [
+    'select-secret.yaml',
+    toolkit('c8', [select({ select: 'users', columns: ['id', 'password_hash'] })]),
+    'endpoints.0.pseudo_querys.0.columns.1',
+    /password_hash can never be read/,
+  ],
+  [
+    'select-sessions.yaml',
+    toolkit('c9', [select({ select: 'sessions', columns: ['user_id'] })]),
+    'endpoints.0.pseudo_querys.0.select',
+    /sessions can never be read/,
+  ],
+  [
+    'write-users.yaml',
+    toolkit('d1', [select({ update: 'users', set: { power: 999 }, where: { id: '$context.user_id' } })]),
+    'endpoints.0.pseudo_querys.0.update',
+    /belongs to tkgate/,
+  ],
+  [
+    'bad-reference.yaml',
+    toolkit('d2', [select({ select: 'items', columns: ['id'], where: { title: '$request.body' } })]),
+    'endpoints.0.pseudo_querys.0.where.title',
+    /not a reference/,
+  ],
+  [
+    'removed-context.yaml',
+    toolkit('d3', [{ ...select({ select: 'items', columns: ['id'], where: { owner_id: '$context.user_id' } }), overwrite_wrapping: ['-user_id'] }]),
+    'endpoints.0.pseudo_querys.0.where.owner_id',
+    /no field user_id/,
+  ],
+  [
+    'literal-type.yaml',
+    toolkit('e1', [select({ select: 'items', columns: ['id'], where: { owner_id: 'abc' } })]),
+    'endpoints.0.pseudo_querys.0.where.owner_id',
+    /"abc" is not an integer, the type of items.owner_id/,
+  ],
+  [
+    'two-ops.yaml',
+    toolkit('d4', [select({ select: 'items', delete: 'items', columns: ['id'], where: { id: 1 } })]),
+    'endpoints.0.pseudo_querys.0',
+    /exactly one of/,
+  ],
   ['unknown-handler.yaml', toolkit('d5', [internal({ handler: 'nope' })]), 'endpoints.0.handler', /no function named nope/],
   ['both-forms.yaml', toolkit('d6', [internal({ pseudo_querys: [{ select: 'items', columns: ['id'] }] })]), 'endpoints.0', /either pseudo_querys or handler/],
   ['duplicate-route.yaml', toolkit('d7', [internal({}), internal({ method: ['POST', 'GET'] })]), 'endpoints.1.path', /GET x is already defined/],
   ['bad-path.yaml', toolkit('d8', [internal({ path: '/leading/slash' })]), 'endpoints.0.path', /path segments/],
-  ['unnamed-queries.yaml', toolkit('d9', [{ path: 'q', method: 'GET', type: 'internal', pseudo_querys: [{ select: 'items', columns: ['id'] }, { select: 'items', columns: ['title'] }] }]), 'endpoints.0.pseudo_querys.0.name', /need a name/],
+  [
+    'unnamed-queries.yaml',
+    toolkit('d9', [
+      {
+        path: 'q',
+        method: 'GET',
+        type: 'internal',
+        pseudo_querys: [
+          { select: 'items', columns: ['id'] },
+          { select: 'items', columns: ['title'] },
+        ],
+      },
+    ]),
+    'endpoints.0.pseudo_querys.0.name',
+    /need a name/,
+  ],
 ];
 
 for (const dialect of dialects) {
@@ -130,11 +245,20 @@ for (const dialect of dialects) {
     });
 
     it('tkgate start refuses to start on a broken toolkit file, in one line', async () => {
-      const dir = toolkitDir({ 'good.yaml': toolkit('good', [echoEndpoint()]), 'bad.yaml': toolkit('bad', [internal({ inject_db_context: ['sessions.token_hash'] })]) });
-      const result = await runCli(['start', '--config', writeConfig({ db: s.bed.dbConfig, plugins: pluginsWithTestFunctions, toolkits: { dir, watch: false }, server: { port: 0 } })]);
+      const dir = toolkitDir({
+        'good.yaml': toolkit('good', [echoEndpoint()]),
+        'bad.yaml': toolkit('bad', [internal({ inject_db_context: ['sessions.token_hash'] })]),
+      });
+      const result = await runCli([
+        'start',
+        '--config',
+        writeConfig({ db: s.bed.dbConfig, plugins: pluginsWithTestFunctions, toolkits: { dir, watch: false }, server: { port: 0 } }),
+      ]);
       expect(result.code).to.equal(1);
       expect(result.stderr.trim().split('\n')).to.have.length(1);
-      expect(result.stderr).to.match(/^tkgate start: 1 problem\(s\) in toolkit files: bad\.yaml: endpoints\.0\.inject_db_context\.0: table sessions can never be read/);
+      expect(result.stderr).to.match(
+        /^tkgate start: 1 problem\(s\) in toolkit files: bad\.yaml: endpoints\.0\.inject_db_context\.0: table sessions can never be read/,
+      );
     });
   });
 }

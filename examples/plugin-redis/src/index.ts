@@ -41,9 +41,11 @@ function storedValue(config: RedisEndpoint, payload: Record<string, unknown>): s
 /** A list as NDJSON, one item per line, written as the client reads (no envelope: a download). */
 function streamList(items: string[], call: EndpointCall<RedisEndpoint>): StreamedResponse {
   call.log.debug('streaming list', { items: items.length });
-  const lines = Readable.from((function* () {
-    for (const item of items) yield JSON.stringify({ item }) + '\n';
-  })());
+  const lines = Readable.from(
+    (function* () {
+      for (const item of items) yield JSON.stringify({ item }) + '\n';
+    })(),
+  );
   return new StreamedResponse(lines, { 'Content-Type': 'application/x-ndjson' });
 }
 

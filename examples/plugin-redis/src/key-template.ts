@@ -39,7 +39,7 @@ export function buildKey(prefix: string, parts: KeyPart[], context: RequestConte
       values.push(part.literal);
       continue;
     }
-    const source = part.from === 'payload' ? (context.payload as Record<string, unknown> | undefined) ?? {} : context;
+    const source = part.from === 'payload' ? ((context.payload as Record<string, unknown> | undefined) ?? {}) : context;
     const value = source[part.field];
     if (typeof value !== 'string' && typeof value !== 'number') return { missing: `${part.from === 'payload' ? '' : 'context.'}${part.field}` };
     values.push(String(value));

@@ -3,7 +3,10 @@ import { parseKey } from './key-template.js';
 
 /** plugin_options."tkgate-plugin-redis" of the server configuration. */
 export const optionsSchema = z.strictObject({
-  url: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
+  url: z
+    .string()
+    .regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')
+    .default('redis://127.0.0.1:6379'),
   /** Every key the plugin touches starts with this, so toolkits cannot reach other applications' keys. */
   key_prefix: z.string().max(64).default('tkgate:'),
   command_timeout: durationMs.default(2_000),

@@ -18,12 +18,21 @@ test('tkgate serves a greeting endpoint of this plugin', { timeout: 60_000 }, as
   const dir = mkdtempSync(path.join(tmpdir(), 'tkgate-plugin-template-'));
   const toolkits = path.join(dir, 'toolkits');
   mkdirSync(toolkits);
-  writeFileSync(path.join(toolkits, 'hello.yaml'), 'name: hello\ntype: app\nendpoints:\n  - path: hi\n    method: GET\n    type: greeting\n    greeting: Welcome\n');
+  writeFileSync(
+    path.join(toolkits, 'hello.yaml'),
+    'name: hello\ntype: app\nendpoints:\n  - path: hi\n    method: GET\n    type: greeting\n    greeting: Welcome\n',
+  );
   const config = path.join(dir, 'tkgate.json');
   const plugins = ['@tkgate/plugin-internal', pluginFile];
-  writeFileSync(config, JSON.stringify({ server: { port: 0 }, db: { filename: path.join(dir, 'tkgate.sqlite') }, toolkits: { dir: toolkits, watch: false }, plugins }));
+  writeFileSync(
+    config,
+    JSON.stringify({ server: { port: 0 }, db: { filename: path.join(dir, 'tkgate.sqlite') }, toolkits: { dir: toolkits, watch: false }, plugins }),
+  );
 
-  const added = spawnSync(process.execPath, [tkgate, 'user', 'add', 'ada', '--password-stdin', '--config', config], { input: 'correct horse\n', encoding: 'utf8' });
+  const added = spawnSync(process.execPath, [tkgate, 'user', 'add', 'ada', '--password-stdin', '--config', config], {
+    input: 'correct horse\n',
+    encoding: 'utf8',
+  });
   assert.equal(added.status, 0, added.stderr);
 
   const gateway = spawn(process.execPath, [tkgate, 'start', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -37,7 +46,11 @@ test('tkgate serves a greeting endpoint of this plugin', { timeout: 60_000 }, as
       }
     }
     assert.ok(url, 'tkgate stopped before listening');
-    const login = await fetch(`${url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ada', password: 'correct horse' }) });
+    const login = await fetch(`${url}/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'ada', password: 'correct horse' }),
+    });
     const { data } = (await login.json()) as { data: { token: string } };
     const answer = await fetch(`${url}/tk/app/hello/hi`, { headers: { authorization: `Bearer ${data.token}` } });
     assert.equal(answer.status, 200);

@@ -53,7 +53,8 @@ function describeOptionError(err: Error & { code?: string }, command: Command): 
     const guess = nearest(option, known);
     return `unknown option ${option}${guess ? `; did you mean ${guess}?` : ''} (${more})`;
   }
-  if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return `option ${option} ${/argument missing/.test(err.message) ? 'needs a value' : 'takes no value'} (${more})`;
+  if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE')
+    return `option ${option} ${/argument missing/.test(err.message) ? 'needs a value' : 'takes no value'} (${more})`;
   return `${err.message} (${more})`;
 }
 

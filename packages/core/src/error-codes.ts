@@ -40,5 +40,4 @@ export type CoreErrorCode = keyof typeof CORE_ERROR_CODES;
 export const ERROR_CODE_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
 
 /** Error statuses: a client error or a server error, never a success or a redirect. */
-export const isErrorStatus = (status: unknown): status is number =>
-  typeof status === 'number' && Number.isInteger(status) && status >= 400 && status <= 599;
+export const isErrorStatus = (status: unknown): status is number => typeof status === 'number' && Number.isInteger(status) && status >= 400 && status <= 599;

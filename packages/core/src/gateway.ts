@@ -63,7 +63,13 @@ const DATABASE_CLOSE_MS = 2_000;
 async function settleWithin(work: Promise<unknown>, ms: number, late: () => void): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
-  const outcome = await Promise.race([work.then(() => 'done', () => 'done'), deadline]);
+  const outcome = await Promise.race([
+    work.then(
+      () => 'done',
+      () => 'done',
+    ),
+    deadline,
+  ]);
   clearTimeout(timer);
   if (outcome === 'late') late();
 }
@@ -259,10 +265,7 @@ function startHousekeeping(sessions: SessionStore, limiter: LoginLimiter, config
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    Promise.all([
-      sessions.purgeExpired().then((purged) => purged > 0 && log.debug('expired sessions purged', { purged })),
-      limiter.sweep(),
-    ])
+    Promise.all([sessions.purgeExpired().then((purged) => purged > 0 && log.debug('expired sessions purged', { purged })), limiter.sweep()])
       .catch((err) => log.warn('housekeeping failed', describeDatabaseError(err)))
       .finally(() => (running = false));
   }, everyMs);

@@ -50,12 +50,14 @@ function describeError(err: unknown): unknown {
 }
 
 export function createLogger(level: LogLevel = 'info', sink: LogSink = writeStdout): Logger {
-  const emit = (at: LogLevel) => (msg: string, fields: LogFields = {}) => {
-    if (rank[at] > rank[level]) return;
-    const record: LogFields = { time: new Date().toISOString(), level: at, msg, ...fields };
-    if (fields.err !== undefined) record.err = describeError(fields.err);
-    sink(JSON.stringify(record));
-  };
+  const emit =
+    (at: LogLevel) =>
+    (msg: string, fields: LogFields = {}) => {
+      if (rank[at] > rank[level]) return;
+      const record: LogFields = { time: new Date().toISOString(), level: at, msg, ...fields };
+      if (fields.err !== undefined) record.err = describeError(fields.err);
+      sink(JSON.stringify(record));
+    };
   return { error: emit('error'), warn: emit('warn'), info: emit('info'), debug: emit('debug') };
 }
 

@@ -8,7 +8,9 @@ import { durationMs, z } from '@tkgate/core';
 export const execConfigSchema = z.strictObject({
   command: z
     .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
-    .describe('A list runs that program directly with the context JSON appended as the last argument; a string runs under /bin/sh -c with the context as "$1".'),
+    .describe(
+      'A list runs that program directly with the context JSON appended as the last argument; a string runs under /bin/sh -c with the context as "$1".',
+    ),
   timeout: durationMs.default(10_000).describe('The command is killed (its whole process group) after this long (default 10s).'),
   max_output_bytes: z.number().int().min(1).default(1_048_576).describe('The most stdout accepted (default 1 MiB); more is 500 exec_failed.'),
   cwd: z.string().min(1).optional().describe('The working directory of the command; must exist.'),

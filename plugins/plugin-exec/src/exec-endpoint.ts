@@ -52,7 +52,10 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
   const context = JSON.stringify(call.context);
   const oversized = Buffer.byteLength(context) > MAX_ARGUMENT_BYTES;
   if (oversized && !config.stdin) {
-    throw execFailed('context_too_large', new Error(`the context is ${Buffer.byteLength(context)} bytes, over the ${MAX_ARGUMENT_BYTES}-byte argument limit; set stdin: true`));
+    throw execFailed(
+      'context_too_large',
+      new Error(`the context is ${Buffer.byteLength(context)} bytes, over the ${MAX_ARGUMENT_BYTES}-byte argument limit; set stdin: true`),
+    );
   }
   const leaveEndpoint = await services.endpointGate(call.endpoint.key, config).enter(call.signal);
   try {
@@ -79,7 +82,8 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
 }
 
 function toData(outcome: ProcessOutcome, call: EndpointCall<ExecConfig>): unknown {
-  if (outcome.stderr) call.log.warn('command stderr', { request_id: call.requestId, toolkit: call.endpoint.toolkit, endpoint: call.endpoint.path, stderr: outcome.stderr });
+  if (outcome.stderr)
+    call.log.warn('command stderr', { request_id: call.requestId, toolkit: call.endpoint.toolkit, endpoint: call.endpoint.path, stderr: outcome.stderr });
   if (!outcome.ok) {
     const details: Record<string, unknown> = {};
     if (outcome.exitCode !== undefined) details.exit_code = outcome.exitCode;

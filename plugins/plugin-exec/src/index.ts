@@ -6,7 +6,10 @@ import { chooseLauncher } from './spawner.js';
 
 /** The error codes this type answers with besides core's (docs/errors.md is generated from them). */
 export const ERROR_CODES = {
-  exec_failed: { status: 500, meaning: 'The command exited non-zero, timed out, wrote more than max_output_bytes, or could not be started; stderr is logged, never returned.' },
+  exec_failed: {
+    status: 500,
+    meaning: 'The command exited non-zero, timed out, wrote more than max_output_bytes, or could not be started; stderr is logged, never returned.',
+  },
 } as const;
 
 const BUSY = 'too many commands are running; try again shortly';
@@ -33,7 +36,7 @@ const plugin: TkgatePlugin = {
       check: checkExecEndpoint,
       execute: (call) => runExecEndpoint(call, services),
       describeResponse: () => ({
-        data: { description: "The command's stdout parsed as JSON, or {\"output\": \"<text>\"} when it is not JSON." },
+        data: { description: 'The command\'s stdout parsed as JSON, or {"output": "<text>"} when it is not JSON.' },
         errors: [
           { status: 500, code: 'exec_failed', description: 'the command failed, timed out or wrote too much; details.reason says which.' },
           { status: 503, code: 'busy', description: 'too many commands run or wait; see Retry-After.' },

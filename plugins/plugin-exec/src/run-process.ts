@@ -23,7 +23,14 @@ export interface ProcessSpec {
 export type ProcessOutcome =
   /** stdout stays bytes here: off the V8 heap, so a large output never exhausts a small helper's heap. */
   | { ok: true; stdout: Uint8Array; stderr: string }
-  | { ok: false; reason: 'exit_code' | 'signal' | 'timeout' | 'output_too_large' | 'spawn_failed' | 'aborted'; exitCode?: number; signal?: string; stderr: string; cause?: Error };
+  | {
+      ok: false;
+      reason: 'exit_code' | 'signal' | 'timeout' | 'output_too_large' | 'spawn_failed' | 'aborted';
+      exitCode?: number;
+      signal?: string;
+      stderr: string;
+      cause?: Error;
+    };
 
 /**
  * Runs one command in its own process group. On timeout, output over the limit, or the client leaving,

@@ -11,7 +11,8 @@ import { runProcess, type ProcessSpec } from './run-process.js';
 
 export type HelperRequest = { type: 'run'; id: number; spec: Omit<ProcessSpec, 'signal' | 'onStart'> } | { type: 'abort'; id: number };
 export type HelperReply = { type: 'started'; id: number; pid: number } | { type: 'done'; id: number; outcome: SerializedOutcome };
-export type SerializedOutcome = Awaited<ReturnType<typeof runProcess>> extends infer O ? (O extends { cause?: Error } ? Omit<O, 'cause'> & { cause?: string } : O) : never;
+export type SerializedOutcome =
+  Awaited<ReturnType<typeof runProcess>> extends infer O ? (O extends { cause?: Error } ? Omit<O, 'cause'> & { cause?: string } : O) : never;
 
 const running = new Map<number, AbortController>();
 const reply = (message: HelperReply) => process.send?.(message);

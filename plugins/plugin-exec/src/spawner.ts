@@ -33,7 +33,9 @@ export function chooseLauncher(choice: SpawnerChoice, log: Logger): LaunchHelper
   const binary = nativeHelperPath();
   if (choice === 'node') return (events) => launchNodeHelper(events, log);
   if (choice === 'native' && !executable(binary)) {
-    throw new Error(`spawner "native": ${binary} is missing or not executable (reinstall @tkgate/plugin-exec where a C compiler is available, or use spawner "auto")`);
+    throw new Error(
+      `spawner "native": ${binary} is missing or not executable (reinstall @tkgate/plugin-exec where a C compiler is available, or use spawner "auto")`,
+    );
   }
   let native: boolean | undefined = choice === 'native' ? true : undefined;
   return (events) => {

@@ -38,7 +38,8 @@ export function chunkDecoder(): ChunkDecoder {
       }
       if (char !== 0x0a) {
         line += String.fromCharCode(char);
-        if (line.length > MAX_LINE_BYTES || (state === 'trailer' && ++trailerBytes > MAX_TRAILER_BYTES)) throw badResponse('the upstream sent an oversized chunk line');
+        if (line.length > MAX_LINE_BYTES || (state === 'trailer' && ++trailerBytes > MAX_TRAILER_BYTES))
+          throw badResponse('the upstream sent an oversized chunk line');
         continue;
       }
       if (!line.endsWith('\r')) throw badResponse('the upstream sent a chunk line without CRLF');

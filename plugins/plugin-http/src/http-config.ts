@@ -11,9 +11,11 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 export const httpConfigSchema = z.strictObject({
   upstream: z
     .strictObject({
-      url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).describe('The upstream the request context is POSTed to (http or https).'),
-      timeout: durationMs.default(10_000).describe('How long to wait for the upstream\'s headers, and each silence in its body (default 10s).'),
-      passthrough: z.boolean().default(false).describe('true: stream the upstream\'s 2xx answer to the client as it is (downloads), without the envelope.'),
+      url: z
+        .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+        .describe('The upstream the request context is POSTed to (http or https).'),
+      timeout: durationMs.default(10_000).describe("How long to wait for the upstream's headers, and each silence in its body (default 10s)."),
+      passthrough: z.boolean().default(false).describe("true: stream the upstream's 2xx answer to the client as it is (downloads), without the envelope."),
       headers: z
         .record(headerName, headerValue)
         .default({})
@@ -22,10 +24,20 @@ export const httpConfigSchema = z.strictObject({
         })
         .describe(`Static headers for the upstream (not ${[...RESERVED].join(', ')}).`),
       /** JSON mode only: a larger upstream body is a 502, not a memory spike. */
-      max_response_bytes: z.number().int().min(1).default(DEFAULT_MAX_RESPONSE_BYTES).describe('JSON mode: the largest upstream body accepted (default 1 MiB); larger is 502.'),
+      max_response_bytes: z
+        .number()
+        .int()
+        .min(1)
+        .default(DEFAULT_MAX_RESPONSE_BYTES)
+        .describe('JSON mode: the largest upstream body accepted (default 1 MiB); larger is 502.'),
     })
     .describe('Where and how to call the upstream.'),
-  max_concurrency: z.number().int().min(1).default(64).describe('Upstream calls of this endpoint at once; each holds a connection and up to max_response_bytes (default 64).'),
+  max_concurrency: z
+    .number()
+    .int()
+    .min(1)
+    .default(64)
+    .describe('Upstream calls of this endpoint at once; each holds a connection and up to max_response_bytes (default 64).'),
   max_queue: z.number().int().min(0).default(1024).describe('Requests waiting for one of those places; past it 503 busy with Retry-After (default 1024).'),
 });
 

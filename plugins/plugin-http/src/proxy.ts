@@ -25,7 +25,14 @@ function classify(err: unknown): Failure {
   if (code === 'ERR_BODY_TOO_LARGE') return 'too_large';
   if (name === 'AbortError' || code === 'ERR_ABORTED' || code === 'UND_ERR_ABORTED') return 'aborted';
   // Malformed HTTP: our reader's refusals, and llhttp's (undici, node:http) parse errors.
-  if (code === BAD_RESPONSE || code === 'ERR_HEAD_TOO_LARGE' || code?.startsWith('HPE_') || name === 'HTTPParserError' || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') return 'invalid_response';
+  if (
+    code === BAD_RESPONSE ||
+    code === 'ERR_HEAD_TOO_LARGE' ||
+    code?.startsWith('HPE_') ||
+    name === 'HTTPParserError' ||
+    code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH'
+  )
+    return 'invalid_response';
   // undici's words for an unasked 100 Continue or upgrade.
   if (code === 'UND_ERR_SOCKET' && (message === 'bad response' || message === 'bad upgrade')) return 'invalid_response';
   return 'connection';

@@ -89,23 +89,23 @@ export function gotTransport(): UpstreamTransport {
     http2: false,
   });
   const post = (request: UpstreamRequest): Promise<UpstreamResponse> =>
-      new Promise((resolve, reject) => {
-        const stream = client.stream.post(request.url, {
-          headers: request.headers,
-          body: request.body,
-          timeout: request.streamed ? { response: request.timeoutMs, socket: request.timeoutMs } : { request: request.timeoutMs },
-          signal: request.signal,
-        });
-        // got may emit 'error' at moments no reader is listening (an abort racing the response, a second
-        // error after the first); the caller learns of errors through this promise or by reading the body,
-        // so an unheard one must never become an unhandled 'error' event that ends the process.
-        stream.on('error', () => undefined);
-        stream.once('error', reject);
-        stream.once('response', (response: http.IncomingMessage) => {
-          stream.off('error', reject);
-          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: stream });
-        });
+    new Promise((resolve, reject) => {
+      const stream = client.stream.post(request.url, {
+        headers: request.headers,
+        body: request.body,
+        timeout: request.streamed ? { response: request.timeoutMs, socket: request.timeoutMs } : { request: request.timeoutMs },
+        signal: request.signal,
       });
+      // got may emit 'error' at moments no reader is listening (an abort racing the response, a second
+      // error after the first); the caller learns of errors through this promise or by reading the body,
+      // so an unheard one must never become an unhandled 'error' event that ends the process.
+      stream.on('error', () => undefined);
+      stream.once('error', reject);
+      stream.once('response', (response: http.IncomingMessage) => {
+        stream.off('error', reject);
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, body: stream });
+      });
+    });
   return {
     post,
     fetchWhole: async (request, maxBytes) => readWhole(await post(request), maxBytes),

@@ -42,7 +42,10 @@ function checkQuery(query: PseudoQuery, env: CheckEnvironment, at: Array<string 
   for (const [index, column] of (query.columns ?? []).entries()) readable(column, [...at, 'columns', index]);
   for (const [index, entry] of (query.orderBy ?? []).entries()) readable(entry.replace(/^-/, ''), [...at, 'order_by', index]);
   const valueKey = query.op === 'update' ? 'set' : 'values';
-  for (const [key, map] of [['where', query.where], [valueKey, query.values]] as const) {
+  for (const [key, map] of [
+    ['where', query.where],
+    [valueKey, query.values],
+  ] as const) {
     for (const [column, raw] of Object.entries(map ?? {})) {
       readable(column, [...at, key, column]);
       const value = parseValue(raw);

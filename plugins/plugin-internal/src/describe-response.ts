@@ -6,9 +6,7 @@ export function describeInternalResponse(config: InternalConfig): ResponseDescri
   const queries = config.pseudo_querys;
   if (!queries) return {};
   const data: JsonSchema =
-    queries.length === 1
-      ? resultOf(queries[0]!)
-      : { type: 'object', properties: Object.fromEntries(queries.map((query) => [query.name!, resultOf(query)])) };
+    queries.length === 1 ? resultOf(queries[0]!) : { type: 'object', properties: Object.fromEntries(queries.map((query) => [query.name!, resultOf(query)])) };
   return { data };
 }
 

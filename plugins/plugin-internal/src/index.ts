@@ -26,7 +26,15 @@ const plugin: TkgatePlugin = {
           const fn = api.getFunction(call.config.handler)!;
           try {
             // `signal` passed on read, not copied: the gateway makes it only when someone reads it.
-            return await fn({ context: call.context, requestId: call.requestId, get signal() { return call.signal; }, db: call.db, log: call.log });
+            return await fn({
+              context: call.context,
+              requestId: call.requestId,
+              get signal() {
+                return call.signal;
+              },
+              db: call.db,
+              log: call.log,
+            });
           } catch (err) {
             if (err instanceof GatewayError) throw err;
             throw new GatewayError(500, 'internal_error', 'internal error', { cause: err });
@@ -35,7 +43,8 @@ const plugin: TkgatePlugin = {
         let queries = prepared.get(call.config);
         if (!queries) {
           const schema = checkedAgainst.get(call.config);
-          if (!schema) throw new GatewayError(500, 'internal_error', 'internal error', { cause: new Error('an internal endpoint ran without its load-time check') });
+          if (!schema)
+            throw new GatewayError(500, 'internal_error', 'internal error', { cause: new Error('an internal endpoint ran without its load-time check') });
           prepared.set(call.config, (queries = prepareQueries(call.config.pseudo_querys!, api.db, api.prepareRead, schema)));
         }
         return runQueries(call.db, queries, call.context);

@@ -11,7 +11,7 @@ const name = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a name of let
 export const DEFAULT_SELECT_LIMIT = 100;
 export const MAX_SELECT_LIMIT = 10_000;
 
-const queryName = name.optional().describe('The key of this query\'s result in data; needed when there are several queries.');
+const queryName = name.optional().describe("The key of this query's result in data; needed when there are several queries.");
 const table = (verb: string) => z.string().describe(`The table to ${verb}.`);
 const values = (what: string) =>
   valueMap.describe(`${what}: column -> literal or reference ($payload.<field>, $context.<field>, $db_context.<key>), always bound.`);
@@ -22,10 +22,23 @@ const querySchemas = {
     select: table('read'),
     columns: z.array(z.string()).min(1).describe('The columns to return.'),
     where: values('Equality on every listed column (null matches NULL)').optional(),
-    order_by: z.union([z.string(), z.array(z.string()).min(1)]).optional().describe('A column, or -column for descending, or a list of them.'),
-    limit: z.number().int().min(1).max(MAX_SELECT_LIMIT).optional().describe(`At most this many rows (default ${DEFAULT_SELECT_LIMIT}, at most ${MAX_SELECT_LIMIT}).`),
+    order_by: z
+      .union([z.string(), z.array(z.string()).min(1)])
+      .optional()
+      .describe('A column, or -column for descending, or a list of them.'),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_SELECT_LIMIT)
+      .optional()
+      .describe(`At most this many rows (default ${DEFAULT_SELECT_LIMIT}, at most ${MAX_SELECT_LIMIT}).`),
   }),
-  insert: z.strictObject({ name: queryName, insert: table('insert into'), values: values('The new row').refine((v) => Object.keys(v).length > 0, 'needs at least one column') }),
+  insert: z.strictObject({
+    name: queryName,
+    insert: table('insert into'),
+    values: values('The new row').refine((v) => Object.keys(v).length > 0, 'needs at least one column'),
+  }),
   update: z.strictObject({
     name: queryName,
     update: table('update'),
@@ -56,37 +69,41 @@ export interface PseudoQuery {
 }
 
 /** Each query is checked against the schema of its own operation, so errors name the right keys. */
-const pseudoQuery = z.record(z.string(), z.unknown()).transform((raw, ctx): PseudoQuery => {
-  const ops = OPERATIONS.filter((op) => op in raw);
-  if (ops.length !== 1) {
-    ctx.addIssue({ code: 'custom', message: 'needs exactly one of select, insert, update or delete' });
-    return z.NEVER;
-  }
-  const op = ops[0]!;
-  const parsed = querySchemas[op].safeParse(raw);
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const keys = issue.code === 'unrecognized_keys' ? issue.keys : [undefined];
-      for (const key of keys) {
-        ctx.addIssue({ code: 'custom', path: key ? [...issue.path, key] : issue.path, message: key ? 'unknown key' : issue.message });
-      }
+const pseudoQuery = z
+  .record(z.string(), z.unknown())
+  .transform((raw, ctx): PseudoQuery => {
+    const ops = OPERATIONS.filter((op) => op in raw);
+    if (ops.length !== 1) {
+      ctx.addIssue({ code: 'custom', message: 'needs exactly one of select, insert, update or delete' });
+      return z.NEVER;
     }
-    return z.NEVER;
-  }
-  const query = parsed.data as Record<string, unknown>;
-  return {
-    op,
-    name: query.name as string | undefined,
-    table: query[op] as string,
-    columns: query.columns as string[] | undefined,
-    where: query.where as Record<string, Scalar> | undefined,
-    values: (query.values ?? query.set) as Record<string, Scalar> | undefined,
-    orderBy: typeof query.order_by === 'string' ? [query.order_by] : (query.order_by as string[] | undefined),
-    limit: query.limit as number | undefined,
-  };
-})
+    const op = ops[0]!;
+    const parsed = querySchemas[op].safeParse(raw);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) {
+        const keys = issue.code === 'unrecognized_keys' ? issue.keys : [undefined];
+        for (const key of keys) {
+          ctx.addIssue({ code: 'custom', path: key ? [...issue.path, key] : issue.path, message: key ? 'unknown key' : issue.message });
+        }
+      }
+      return z.NEVER;
+    }
+    const query = parsed.data as Record<string, unknown>;
+    return {
+      op,
+      name: query.name as string | undefined,
+      table: query[op] as string,
+      columns: query.columns as string[] | undefined,
+      where: query.where as Record<string, Scalar> | undefined,
+      values: (query.values ?? query.set) as Record<string, Scalar> | undefined,
+      orderBy: typeof query.order_by === 'string' ? [query.order_by] : (query.order_by as string[] | undefined),
+      limit: query.limit as number | undefined,
+    };
+  })
   // The shape editors see (`tkgate schema`); the transform above checks the same, naming the right keys.
-  .meta({ oneOf: OPERATIONS.map((op) => z.toJSONSchema(querySchemas[op], { target: 'draft-2020-12', io: 'input' })).map(({ $schema, ...schema }) => schema) })
+  .meta({
+    oneOf: OPERATIONS.map((op) => z.toJSONSchema(querySchemas[op], { target: 'draft-2020-12', io: 'input' })).map(({ $schema: _dialect, ...schema }) => schema),
+  })
   .describe('One query: exactly one of select, insert, update or delete.');
 
 export const internalConfigSchema = z

@@ -27,12 +27,17 @@ export function prepareQueries(queries: PseudoQuery[], db: Database, prepareRead
     if (query.op === 'select') {
       // Cached on SQLite until anyone commits to the file (data_version, exact): read-mostly tools read
       // the same rows over and over; MySQL/MariaDB always reads.
-      entry.read = prepareRead((param) => {
-        const builder = db(query.table).select(query.columns!).limit(query.limit ?? DEFAULT_SELECT_LIMIT);
-        where.forEach(({ column }, i) => builder.where(column, param(i)));
-        for (const order of query.orderBy ?? []) builder.orderBy(order.replace(/^-/, ''), order.startsWith('-') ? 'desc' : 'asc');
-        return builder;
-      }, { cached: true });
+      entry.read = prepareRead(
+        (param) => {
+          const builder = db(query.table)
+            .select(query.columns!)
+            .limit(query.limit ?? DEFAULT_SELECT_LIMIT);
+          where.forEach(({ column }, i) => builder.where(column, param(i)));
+          for (const order of query.orderBy ?? []) builder.orderBy(order.replace(/^-/, ''), order.startsWith('-') ? 'desc' : 'asc');
+          return builder;
+        },
+        { cached: true },
+      );
     }
     return entry;
   });
@@ -46,7 +51,10 @@ export async function runQueries(db: Database, prepared: PreparedQuery[], contex
   const resolved = prepared.map((entry) => ({ entry, where: bindAll(entry.where, context, entry.label), values: bindAll(entry.values, context, entry.label) }));
   for (const { entry, values } of resolved) {
     const column = entry.values.find((value) => values[value.column] === NOT_CONVERTIBLE);
-    if (column) throw new GatewayError(500, 'internal_error', 'internal error', { cause: new Error(`${entry.label}: the value for ${entry.query.table}.${column.column} is not ${column.type.expected}`) });
+    if (column)
+      throw new GatewayError(500, 'internal_error', 'internal error', {
+        cause: new Error(`${entry.label}: the value for ${entry.query.table}.${column.column} is not ${column.type.expected}`),
+      });
   }
   const runAll = async (trx: Database) => {
     const results: unknown[] = [];
@@ -59,7 +67,8 @@ export async function runQueries(db: Database, prepared: PreparedQuery[], contex
     if (resolved.length === 1 && only!.entry.read && !Object.values(only!.where).some((value) => value === null || value === NOT_CONVERTIBLE)) {
       results = [await only!.entry.read.all(only!.entry.where.map(({ column }) => only!.where[column]))];
     } else {
-      results = resolved.length === 1 && only!.entry.query.op === 'select' ? await runAll(db) : await db.transaction((trx) => runAll(trx as unknown as Database));
+      results =
+        resolved.length === 1 && only!.entry.query.op === 'select' ? await runAll(db) : await db.transaction((trx) => runAll(trx as unknown as Database));
     }
   } catch (err) {
     throw new GatewayError(500, 'internal_error', 'internal error', { cause: err });
@@ -80,7 +89,10 @@ async function runOne(db: Database, entry: PreparedQuery, where: Record<string, 
   if (nothing && Object.values(where).includes(NOT_CONVERTIBLE)) return nothing();
   switch (query.op) {
     case 'select': {
-      const builder = db(query.table).select(query.columns!).where(where).limit(query.limit ?? DEFAULT_SELECT_LIMIT);
+      const builder = db(query.table)
+        .select(query.columns!)
+        .where(where)
+        .limit(query.limit ?? DEFAULT_SELECT_LIMIT);
       for (const order of query.orderBy ?? []) builder.orderBy(order.replace(/^-/, ''), order.startsWith('-') ? 'desc' : 'asc');
       return builder;
     }

@@ -10,7 +10,10 @@ app.use(async (ctx) => {
   const now = new Date().toISOString();
   const data = ctx.path.endsWith('/status')
     ? { active: true, user: { id: 1, username: 'bench', power: 100 }, created_at: now, last_used_at: now, expires_at: now }
-    : [{ id: 1, title: 'item 1', status: 'open' }, { id: 2, title: 'item 2', status: 'open' }];
+    : [
+        { id: 1, title: 'item 1', status: 'open' },
+        { id: 2, title: 'item 2', status: 'open' },
+      ];
   ctx.body = { success: true, request_id: requestId, endpoint: ctx.path, data };
 });
 const server = app.listen(Number(process.env.PORT), '127.0.0.1', () => process.stdout.write(`ready ${server.address().port}\n`));

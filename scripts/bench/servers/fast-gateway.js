@@ -27,7 +27,14 @@ server.get('/api/auth/status', (req, res) => {
   const requestId = randomUUID();
   res.setHeader('content-type', 'application/json');
   res.setHeader('x-request-id', requestId);
-  res.end(JSON.stringify({ success: true, request_id: requestId, endpoint: req.url, data: { active: true, user: req.user, created_at: now, last_used_at: now, expires_at: now } }));
+  res.end(
+    JSON.stringify({
+      success: true,
+      request_id: requestId,
+      endpoint: req.url,
+      data: { active: true, user: req.user, created_at: now, last_used_at: now, expires_at: now },
+    }),
+  );
 });
 await server.start(Number(process.env.PORT), '127.0.0.1');
 process.stdout.write(`ready ${process.env.PORT}\n`);

@@ -13,7 +13,11 @@ export const configCheck: Command = {
   async run({ values, operands: [dir] }) {
     const config = configFrom(values);
     const target = dir ? path.resolve(dir) : config.toolkits.dir;
-    const result = await checkToolkitDirectory(target, config, createLogger('error', (line) => process.stderr.write(line + '\n')));
+    const result = await checkToolkitDirectory(
+      target,
+      config,
+      createLogger('error', (line) => process.stderr.write(line + '\n')),
+    );
     for (const problem of result.problems) process.stdout.write(`${problem.file}: ${problem.path || '(file)'}: ${problem.message}\n`);
     if (result.problems.length > 0) {
       process.stderr.write(`tkgate config check: ${result.problems.length} problem(s) in ${target}\n`);

@@ -13,8 +13,22 @@ export type { Command, OptionValues } from './command.js';
 
 /** Every command, in the order help lists them: adding a command is one import and one entry here. */
 const all = [
-  start, migrate, userAdd, userPasswd, userList, userSet, userDisable, userEnable, groupAdd, groupAssoc, groupOverride, sessionsClear,
-  configCheck, openapi, schema, exampleSetup,
+  start,
+  migrate,
+  userAdd,
+  userPasswd,
+  userList,
+  userSet,
+  userDisable,
+  userEnable,
+  groupAdd,
+  groupAssoc,
+  groupOverride,
+  sessionsClear,
+  configCheck,
+  openapi,
+  schema,
+  exampleSetup,
 ];
 
 export const commands: Record<string, Command> = Object.fromEntries(all.map((command) => [command.name, command]));

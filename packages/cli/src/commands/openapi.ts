@@ -6,7 +6,7 @@ import { configFrom } from './context.js';
 export const openapi: Command = {
   name: 'openapi',
   usage: 'openapi [--toolkit NAME]',
-  summary: 'print the OpenAPI 3.1 description of the toolkit files (all endpoints, or one toolkit\'s)',
+  summary: "print the OpenAPI 3.1 description of the toolkit files (all endpoints, or one toolkit's)",
   options: { toolkit: { type: 'string' } },
   operands: { min: 0, max: 0 },
   async run({ values }) {

@@ -5,7 +5,7 @@ import { withDatabase } from './context.js';
 export const sessionsClear: Command = {
   name: 'sessions clear',
   usage: 'sessions clear NAME',
-  summary: "end every session of a user, also in a running gateway",
+  summary: 'end every session of a user, also in a running gateway',
   options: {},
   operands: { min: 1, max: 1 },
   async run({ values, operands: [username] }) {

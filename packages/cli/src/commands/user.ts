@@ -21,9 +21,7 @@ export const userAdd: Command = {
   async run({ values, operands: [username] }) {
     const power = powerOption(values);
     const password = await readPassword(values['password-stdin'] === true);
-    const id = await withDatabase(values, (db) =>
-      addUser(db, { username: username!, password, power, group: values.group as string | undefined }),
-    );
+    const id = await withDatabase(values, (db) => addUser(db, { username: username!, password, power, group: values.group as string | undefined }));
     process.stdout.write(`user ${username} added (id ${id})\n`);
   },
 };
@@ -54,7 +52,13 @@ export const userList: Command = {
       ...users.map((u) => [String(u.id), u.username, String(u.power), u.core_group ?? '-', u.disabled ? 'yes' : 'no', u.created_at]),
     ];
     const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-    for (const row of rows) process.stdout.write(row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd() + '\n');
+    for (const row of rows)
+      process.stdout.write(
+        row
+          .map((cell, column) => cell.padEnd(widths[column]!))
+          .join('  ')
+          .trimEnd() + '\n',
+      );
   },
 };
 

@@ -27,8 +27,5 @@ export async function override(db: Database, toolkit: string, username: string, 
   checkToolkitName(toolkit);
   checkGroupName('toolkit_group', toolkitGroup);
   const userId = await userIdOf(db, username);
-  await db('toolkit_overrides')
-    .insert({ toolkit, user_id: userId, toolkit_group: toolkitGroup })
-    .onConflict(['toolkit', 'user_id'])
-    .merge(['toolkit_group']);
+  await db('toolkit_overrides').insert({ toolkit, user_id: userId, toolkit_group: toolkitGroup }).onConflict(['toolkit', 'user_id']).merge(['toolkit_group']);
 }

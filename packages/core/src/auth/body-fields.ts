@@ -10,11 +10,7 @@ export interface IntegerField {
 }
 export type FieldSpec = StringField | IntegerField;
 
-export function checkFields(
-  body: Record<string, unknown>,
-  spec: Record<string, FieldSpec>,
-  required: string[],
-): FieldProblem[] {
+export function checkFields(body: Record<string, unknown>, spec: Record<string, FieldSpec>, required: string[]): FieldProblem[] {
   const problems: FieldProblem[] = [];
   for (const field of required) {
     if (body[field] === undefined || body[field] === null) problems.push({ field, rule: 'required', message: `${field} is required` });

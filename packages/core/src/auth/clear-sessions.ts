@@ -23,9 +23,7 @@ export function clearSessions({ sessions, users, log }: AuthServices): PipelineS
     if (byName === byId) {
       throw invalidPayload([{ field: 'username', rule: 'one_of', message: 'give exactly one of username or user_id' }]);
     }
-    const target = byName
-      ? await users.findByUsername(body.username as string)
-      : await users.findCaller(body.user_id as number);
+    const target = byName ? await users.findByUsername(body.username as string) : await users.findCaller(body.user_id as number);
     if (!target) throw notFound('user_not_found', 'no such user');
     const cleared = await sessions.endAllOf(target.id);
     log.info('sessions cleared', { request_id: ctx.state.requestId, by: ctx.state.caller!.id, user_id: target.id, cleared });

@@ -48,7 +48,9 @@ export class LoginLimiter {
 
   /** Deletes keys whose every attempt has left the window. */
   async sweep(now = Date.now()): Promise<void> {
-    await this.db('login_failures').where('last_at', '<=', now - this.windowMs).delete();
+    await this.db('login_failures')
+      .where('last_at', '<=', now - this.windowMs)
+      .delete();
   }
 }
 

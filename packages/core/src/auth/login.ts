@@ -54,7 +54,10 @@ function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): 
   const reportBusy = busyReporter(log);
   return async (ctx) => {
     const body = ctx.request.body as Record<string, unknown>;
-    requireFields(body, { username: { kind: 'string', maxLength: 64 }, password: { kind: 'string', maxLength: MAX_PASSWORD_LENGTH } }, ['username', 'password']);
+    requireFields(body, { username: { kind: 'string', maxLength: 64 }, password: { kind: 'string', maxLength: MAX_PASSWORD_LENGTH } }, [
+      'username',
+      'password',
+    ]);
     const username = body.username as string;
     const password = body.password as string;
 

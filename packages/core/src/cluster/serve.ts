@@ -113,11 +113,14 @@ async function serveAsPrimary(config: ServerConfig, log: Logger, options: ServeO
   let metricsListener: { close(): Promise<void> | void } | undefined;
   const stop = async (): Promise<void> => {
     stopping = true;
-    const exits = [...workers.values()].map((worker) => new Promise<void>((resolve) => {
-      if (worker.isDead()) return resolve();
-      worker.once('exit', () => resolve());
-      worker.process.kill('SIGTERM');
-    }));
+    const exits = [...workers.values()].map(
+      (worker) =>
+        new Promise<void>((resolve) => {
+          if (worker.isDead()) return resolve();
+          worker.once('exit', () => resolve());
+          worker.process.kill('SIGTERM');
+        }),
+    );
     await Promise.all(exits);
     await metricsListener?.close();
     log.info('stopped', { workers: count });

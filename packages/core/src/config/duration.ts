@@ -10,4 +10,3 @@ export function parseDuration(value: unknown): number {
   }
   throw new Error('must be a duration such as "500ms", "45s", "30m", "2h" or a number of seconds');
 }
-

@@ -9,7 +9,21 @@ import path from 'node:path';
 import convict from 'convict';
 import { parse as parseYaml } from 'yaml';
 import type { LogLevel } from '../log.js';
-import { duration, filePath, flag, integer, objectsByName, oneOf, originList, port, processCount, SettingProblem, stringList, text, type Setting } from './settings.js';
+import {
+  duration,
+  filePath,
+  flag,
+  integer,
+  objectsByName,
+  oneOf,
+  originList,
+  port,
+  processCount,
+  SettingProblem,
+  stringList,
+  text,
+  type Setting,
+} from './settings.js';
 
 export const DEFAULT_PLUGINS = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkgate/plugin-exec'];
 
@@ -57,7 +71,10 @@ const declaration = {
   plugins: stringList(DEFAULT_PLUGINS, { doc: 'endpoint-type plugins loaded at boot, in order' }, 'must be a list of module names or paths'),
   plugin_options: objectsByName({ doc: 'settings for plugins, keyed by plugin name (each plugin validates its own)' }),
   log: {
-    level: oneOf(['error', 'warn', 'info', 'debug'] as const satisfies readonly LogLevel[], 'info', { doc: 'error, warn, info or debug', env: 'TKGATE_LOG_LEVEL' }),
+    level: oneOf(['error', 'warn', 'info', 'debug'] as const satisfies readonly LogLevel[], 'info', {
+      doc: 'error, warn, info or debug',
+      env: 'TKGATE_LOG_LEVEL',
+    }),
     access: flag(true, { doc: 'one JSON line per request', env: 'TKGATE_LOG_ACCESS' }),
   },
   metrics: {
@@ -74,9 +91,7 @@ interface Declaration {
 
 /** The normalised configuration: each setting's value under its key (plus its suffix, e.g. `_ms`). */
 type Normalised<D> = {
-  readonly [K in keyof D as D[K] extends Setting<unknown, infer S> ? `${K & string}${S}` : K]: D[K] extends Setting<infer T, string>
-    ? T
-    : Normalised<D[K]>;
+  readonly [K in keyof D as D[K] extends Setting<unknown, infer S> ? `${K & string}${S}` : K]: D[K] extends Setting<infer T, string> ? T : Normalised<D[K]>;
 };
 
 export type ServerConfig = Normalised<typeof declaration> & {

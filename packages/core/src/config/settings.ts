@@ -41,7 +41,10 @@ function setting<T>(value: unknown, about: About, kind: Kind<T>): Setting<T> {
 
 /** A problem with a part of a setting's value: `at` names the key inside it. */
 export class SettingProblem extends Error {
-  constructor(message: string, readonly at: string) {
+  constructor(
+    message: string,
+    readonly at: string,
+  ) {
     super(message);
   }
 }
@@ -149,11 +152,15 @@ export function processCount(value: number, about: About): Setting<number> {
 /** Objects of settings by name, each checked by its owner (plugin options). */
 export function objectsByName(about: About): Setting<Record<string, Record<string, unknown>>> {
   const isObject = (v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v);
-  return { ...setting({}, about, {
-    check: (v) => {
-      if (!isObject(v)) fail('must be an object');
-      for (const [name, entry] of Object.entries(v as object)) if (!isObject(entry)) throw new SettingProblem(`must be an object of that plugin's settings`, name);
-    },
-    normalise: (v) => v as Record<string, Record<string, unknown>>,
-  }), wholeObject: true };
+  return {
+    ...setting({}, about, {
+      check: (v) => {
+        if (!isObject(v)) fail('must be an object');
+        for (const [name, entry] of Object.entries(v as object))
+          if (!isObject(entry)) throw new SettingProblem(`must be an object of that plugin's settings`, name);
+      },
+      normalise: (v) => v as Record<string, Record<string, unknown>>,
+    }),
+    wholeObject: true,
+  };
 }

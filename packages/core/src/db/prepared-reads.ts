@@ -39,6 +39,8 @@ export interface PreparedReads {
   close(): void;
 }
 
+// NUL bytes on purpose: a stand-in no bound value can collide with.
+// eslint-disable-next-line no-control-regex
 const PARAM = /^\u0000tkgate-param-(\d+)\u0000$/;
 const param = (index: number) => `\u0000tkgate-param-${index}\u0000`;
 

@@ -29,5 +29,9 @@ export async function writeTransaction<T>(db: Database, work: (trx: Knex.Transac
  */
 export async function lockUser(trx: Knex.Transaction, userId: number): Promise<boolean> {
   if (isMysql(trx)) return (await trx('users').where({ id: userId }).forUpdate().first('id')) !== undefined;
-  return (await trx('users').where({ id: userId }).update({ id: trx.ref('id') })) > 0;
+  return (
+    (await trx('users')
+      .where({ id: userId })
+      .update({ id: trx.ref('id') })) > 0
+  );
 }

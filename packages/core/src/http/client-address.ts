@@ -6,7 +6,11 @@ import type { GatewayContext } from './context.js';
  */
 export function clientAddress(ctx: GatewayContext, trustProxy: boolean): string {
   if (trustProxy) {
-    const forwarded = ctx.get('x-forwarded-for').split(',').map((part) => part.trim()).filter(Boolean);
+    const forwarded = ctx
+      .get('x-forwarded-for')
+      .split(',')
+      .map((part) => part.trim())
+      .filter(Boolean);
     const nearest = forwarded.at(-1);
     if (nearest) return nearest;
   }

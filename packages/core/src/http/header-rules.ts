@@ -4,7 +4,17 @@
  */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]{0,8192}$/;
-const RESERVED = new Set(['content-type', 'content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'x-request-id']);
+const RESERVED = new Set([
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'trailer',
+  'x-request-id',
+]);
 
 /** Why these headers cannot be sent, or undefined when they can. */
 export function headersProblem(headers: unknown): string | undefined {

@@ -13,7 +13,15 @@ const readers = new Map<number, GatewayMiddleware>();
 function readerFor(limit: number): GatewayMiddleware {
   let reader = readers.get(limit);
   if (!reader) {
-    reader = koaBody({ json: false, urlencoded: false, multipart: false, text: true, textTypes: ['*/*'], textLimit: limit, encoding: 'utf-8' }) as unknown as GatewayMiddleware;
+    reader = koaBody({
+      json: false,
+      urlencoded: false,
+      multipart: false,
+      text: true,
+      textTypes: ['*/*'],
+      textLimit: limit,
+      encoding: 'utf-8',
+    }) as unknown as GatewayMiddleware;
     readers.set(limit, reader);
   }
   return reader;
@@ -95,7 +103,8 @@ function readDeclaredBody(ctx: GatewayContext, length: number): Promise<string> 
     };
     const onEnd = () => {
       done();
-      if (received !== length) return reject(Object.assign(new Error('request size did not match content length'), { status: 400, type: 'request.size.invalid' }));
+      if (received !== length)
+        return reject(Object.assign(new Error('request size did not match content length'), { status: 400, type: 'request.size.invalid' }));
       const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)).toString('utf8');
       resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     };

@@ -54,7 +54,16 @@ function stringEnd(text: string, i: number): number {
       if (escaped === 0x75 /* u */) {
         if (!(isHex(text.charCodeAt(i + 1)) && isHex(text.charCodeAt(i + 2)) && isHex(text.charCodeAt(i + 3)) && isHex(text.charCodeAt(i + 4)))) return -1;
         i += 4;
-      } else if (!(escaped === 0x22 || escaped === 0x5c || escaped === 0x2f || escaped === 0x62 || escaped === 0x66 || escaped === 0x6e || escaped === 0x72 || escaped === 0x74)) {
+      } else if (!(
+        escaped === 0x22 ||
+        escaped === 0x5c ||
+        escaped === 0x2f ||
+        escaped === 0x62 ||
+        escaped === 0x66 ||
+        escaped === 0x6e ||
+        escaped === 0x72 ||
+        escaped === 0x74
+      )) {
         return -1;
       }
     }

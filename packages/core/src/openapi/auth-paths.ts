@@ -59,7 +59,10 @@ export function authPaths({ maxBodyBytes, admin }: AuthPathOptions): Record<stri
         operationId: 'auth.logout',
         tags: ['auth'],
         summary: 'End this session.',
-        responses: { 200: successResponse('The session is ended.', { type: 'object', properties: { logged_out: { const: true } } }), ...errorResponses([UNAUTHORIZED]) },
+        responses: {
+          200: successResponse('The session is ended.', { type: 'object', properties: { logged_out: { const: true } } }),
+          ...errorResponses([UNAUTHORIZED]),
+        },
       },
     },
     '/auth/status': {
@@ -93,7 +96,7 @@ export function authPaths({ maxBodyBytes, admin }: AuthPathOptions): Record<stri
       post: {
         operationId: 'auth.clearSessions',
         tags: ['auth'],
-        summary: "End every session of a user (needs auth.admin_power).",
+        summary: 'End every session of a user (needs auth.admin_power).',
         requestBody: jsonBody(
           {
             oneOf: [

@@ -53,9 +53,10 @@ const requestIdHeader = { 'X-Request-Id': { $ref: '#/components/headers/RequestI
 
 /** A 200 answer: the success envelope whose `data` has the given schema. */
 export function successResponse(description: string, data: JsonSchema = {}): JsonSchema {
-  const schema = Object.keys(data).length === 0
-    ? { $ref: '#/components/schemas/SuccessEnvelope' }
-    : { allOf: [{ $ref: '#/components/schemas/SuccessEnvelope' }, { properties: { data } }] };
+  const schema =
+    Object.keys(data).length === 0
+      ? { $ref: '#/components/schemas/SuccessEnvelope' }
+      : { allOf: [{ $ref: '#/components/schemas/SuccessEnvelope' }, { properties: { data } }] };
   return { description, headers: requestIdHeader, content: { 'application/json': { schema } } };
 }
 
@@ -92,6 +93,10 @@ export function errorResponses(cases: readonly ErrorCase[]): Record<string, Json
 
 /** Errors every authenticated route can give. */
 export const UNAUTHORIZED: ErrorCase = { status: 401, code: 'unauthorized', description: 'no token, or one that is unknown, expired or ended.' };
-export const INVALID_PAYLOAD: ErrorCase = { status: 400, code: 'invalid_payload', description: 'the payload fails a check; details lists each {field, rule, message}.' };
+export const INVALID_PAYLOAD: ErrorCase = {
+  status: 400,
+  code: 'invalid_payload',
+  description: 'the payload fails a check; details lists each {field, rule, message}.',
+};
 export const PAYLOAD_TOO_LARGE: ErrorCase = { status: 413, code: 'payload_too_large', description: 'the body is larger than server.max_body_bytes.' };
 export const INTERNAL_ERROR: ErrorCase = { status: 500, code: 'internal_error', description: 'an unexpected failure; the cause is logged.' };

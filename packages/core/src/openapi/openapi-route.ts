@@ -32,7 +32,12 @@ class DocumentCache {
     const key = `${entry.thresholds.filter((threshold) => power >= threshold).length}:${power >= this.config.auth.admin_power}`;
     let document = entry.documents.get(key);
     if (document === undefined) {
-      const options = { baseUrl: this.config.server.base_url, maxBodyBytes: this.config.server.max_body_bytes, adminPower: this.config.auth.admin_power, power };
+      const options = {
+        baseUrl: this.config.server.base_url,
+        maxBodyBytes: this.config.server.max_body_bytes,
+        adminPower: this.config.auth.admin_power,
+        power,
+      };
       entry.documents.set(key, (document = JSON.stringify(openApiDocument(snapshot, options))));
     }
     return document;
@@ -41,7 +46,8 @@ class DocumentCache {
 
 function thresholdsOf(snapshot: ToolkitSnapshot): number[] {
   const powers = new Set<number>();
-  for (const toolkit of snapshot.values()) for (const byMethod of toolkit.routes.values()) for (const endpoint of byMethod.values()) powers.add(endpoint.minPower);
+  for (const toolkit of snapshot.values())
+    for (const byMethod of toolkit.routes.values()) for (const endpoint of byMethod.values()) powers.add(endpoint.minPower);
   return [...powers];
 }
 

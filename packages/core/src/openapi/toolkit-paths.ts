@@ -51,7 +51,7 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
     errors.push(PAYLOAD_TOO_LARGE);
   }
   op.responses = {
-    200: described.raw ?? successResponse('The endpoint\'s result, in the envelope.', described.data),
+    200: described.raw ?? successResponse("The endpoint's result, in the envelope.", described.data),
     ...errorResponses(errors),
   };
   return op;

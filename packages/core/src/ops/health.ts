@@ -70,7 +70,9 @@ function readiness(checkDatabase: () => Promise<string>, state: ReadinessState) 
       toolkits: state.toolkitsLoaded ? OK : 'not loaded yet',
       draining: state.draining ? 'draining: this instance is stopping' : OK,
     };
-    const failing = Object.entries(checks).filter(([, result]) => result !== OK).map(([name]) => name);
+    const failing = Object.entries(checks)
+      .filter(([, result]) => result !== OK)
+      .map(([name]) => name);
     if (failing.length === 0) return answer(ctx, 200, { status: 'ready', checks });
     answer(ctx, 503, { status: state.draining ? 'draining' : 'unready', failing, checks });
   };

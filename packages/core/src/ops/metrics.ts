@@ -44,10 +44,26 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  const requests = new Counter({ name: 'tkgate_requests_total', help: 'Requests answered, by route template and status', labelNames: ['route', 'status'], registers });
-  const durations = new Histogram({ name: 'tkgate_request_duration_seconds', help: 'Time to answer a request, by route template', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers });
+  const requests = new Counter({
+    name: 'tkgate_requests_total',
+    help: 'Requests answered, by route template and status',
+    labelNames: ['route', 'status'],
+    registers,
+  });
+  const durations = new Histogram({
+    name: 'tkgate_request_duration_seconds',
+    help: 'Time to answer a request, by route template',
+    labelNames: ['route'],
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
   const logins = new Counter({ name: 'tkgate_logins_total', help: 'Login attempts by result', labelNames: ['result'], registers });
-  const reloads = new Counter({ name: 'tkgate_toolkit_reloads_total', help: 'Toolkit directory reloads by result (refused: at least one file refused)', labelNames: ['result'], registers });
+  const reloads = new Counter({
+    name: 'tkgate_toolkit_reloads_total',
+    help: 'Toolkit directory reloads by result (refused: at least one file refused)',
+    labelNames: ['result'],
+    registers,
+  });
   const upstreams = new Histogram({
     name: 'tkgate_upstream_duration_seconds',
     help: "Time an endpoint's type took to answer (HTTP upstream, command or queries), by toolkit and endpoint",
@@ -60,11 +76,26 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
   for (const result of ['applied', 'refused']) reloads.inc({ result }, 0);
 
   const gauge = (name: string, help: string, read: () => number) => {
-    new Gauge({ name, help, registers, collect() { this.set(read()); } });
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(read());
+      },
+    });
   };
   /** Every worker reads the same database figure: the cluster's scrape keeps one of them, not their sum. */
   const databaseGauge = (name: string, help: string, read: () => Promise<number>) => {
-    new Gauge({ name, help, registers, aggregator: 'max', async collect() { this.set(await read()); } });
+    new Gauge({
+      name,
+      help,
+      registers,
+      aggregator: 'max',
+      async collect() {
+        this.set(await read());
+      },
+    });
   };
   return {
     registry,

@@ -36,7 +36,8 @@ export function dbContextStep(db: Database, reads: PreparedReads): PipelineStep 
     } catch (err) {
       throw failed(err);
     }
-    const fill = (rowsOf: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>) => entries.forEach((entry, index) => (dbContext[entry.key] = valueOf(entry, rowsOf[index]!)));
+    const fill = (rowsOf: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>) =>
+      entries.forEach((entry, index) => (dbContext[entry.key] = valueOf(entry, rowsOf[index]!)));
     // All cached (SQLite, unchanged since read): filled at once, no promise to wait for.
     const cached = reads.map((read, index) => read.cachedRows(params[index]));
     if (cached.every((rows) => rows !== undefined)) return fill(cached as Array<ReadonlyArray<Record<string, unknown>>>);

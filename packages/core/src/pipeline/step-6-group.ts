@@ -7,11 +7,18 @@ import type { PipelineStep } from './pipeline-step.js';
  * jde_associations row, else the toolkit's default_group, else null. One round trip, read fresh.
  */
 export function groupStep(db: Database, reads: PreparedReads): PipelineStep {
-  const groups = reads.prepare((param) =>
-    db.select({
-      by_override: db('toolkit_overrides').where({ toolkit: param(0), user_id: param(1) }).select('toolkit_group').limit(1, { skipBinding: true }),
-      by_association: db('jde_associations').where({ toolkit: param(0), core_group_id: param(2) }).select('toolkit_group').limit(1, { skipBinding: true }),
-    }),
+  const groups = reads.prepare(
+    (param) =>
+      db.select({
+        by_override: db('toolkit_overrides')
+          .where({ toolkit: param(0), user_id: param(1) })
+          .select('toolkit_group')
+          .limit(1, { skipBinding: true }),
+        by_association: db('jde_associations')
+          .where({ toolkit: param(0), core_group_id: param(2) })
+          .select('toolkit_group')
+          .limit(1, { skipBinding: true }),
+      }),
     { cached: true },
   );
   return (ctx) => {

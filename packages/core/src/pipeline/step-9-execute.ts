@@ -12,8 +12,18 @@ import type { PipelineStep } from './pipeline-step.js';
 
 /** Request headers a plugin never sees: credentials of the client, and hop-by-hop headers. */
 const WITHHELD_HEADERS = new Set([
-  'authorization', 'cookie', 'proxy-authorization', 'host', 'connection', 'keep-alive', 'transfer-encoding',
-  'content-length', 'te', 'trailer', 'upgrade', 'proxy-connection',
+  'authorization',
+  'cookie',
+  'proxy-authorization',
+  'host',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'content-length',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-connection',
 ]);
 
 function forwardableHeaders(ctx: GatewayContext): Record<string, string> {
@@ -99,7 +109,12 @@ class GatewayEndpointCall implements EndpointCall<unknown> {
 
   get log(): Logger {
     const { endpoint, requestId } = this;
-    return (this.madeLog ??= scopedLogger(this.services.log, { plugin: this.ctx.state.endpoint!.type.plugin, request_id: requestId, toolkit: endpoint.toolkit, endpoint: endpoint.path }));
+    return (this.madeLog ??= scopedLogger(this.services.log, {
+      plugin: this.ctx.state.endpoint!.type.plugin,
+      request_id: requestId,
+      toolkit: endpoint.toolkit,
+      endpoint: endpoint.path,
+    }));
   }
 }
 
@@ -108,7 +123,9 @@ const isEnvelopeStatus = (status: unknown): boolean =>
   typeof status === 'number' && Number.isInteger(status) && status >= 200 && status <= 299 && status !== 204 && status !== 205;
 
 function sendReply(ctx: GatewayContext, answer: EnvelopedReply): void {
-  const problem = isEnvelopeStatus(answer.status) ? headersProblem(answer.headers) : `status ${JSON.stringify(answer.status)} is not 200-299 (204 and 205 excepted)`;
+  const problem = isEnvelopeStatus(answer.status)
+    ? headersProblem(answer.headers)
+    : `status ${JSON.stringify(answer.status)} is not 200-299 (204 and 205 excepted)`;
   if (problem) throw internalError(new Error(`plugin ${ctx.state.endpoint!.type.plugin} replied badly: ${problem}`));
   for (const [name, value] of Object.entries(answer.headers)) ctx.set(name, value);
   sendData(ctx, answer.data ?? null, answer.status);

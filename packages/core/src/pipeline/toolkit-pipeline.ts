@@ -32,6 +32,8 @@ export interface PipelineServices {
 
 /** Every toolkit request, in order: 401 first, then the seed's nine steps. Reading this list is reading the flow. */
 export function toolkitPipeline(s: PipelineServices): PipelineStep[] {
+  // The aligned columns are the table of steps and their answers: kept as written.
+  // prettier-ignore
   return [
     nameRoute(s.registry), //            the route template for logs and metrics, known before 401
     authenticate(s.sessions, { countsAsUse: true }), //                        401 unauthorized

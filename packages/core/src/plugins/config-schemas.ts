@@ -16,4 +16,9 @@ export const durationMs = z
     }
   })
   // What editors see (`tkgate schema`): the forms parseDuration accepts.
-  .meta({ anyOf: [{ type: 'string', pattern: '^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$' }, { type: 'number', minimum: 0 }] });
+  .meta({
+    anyOf: [
+      { type: 'string', pattern: '^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$' },
+      { type: 'number', minimum: 0 },
+    ],
+  });

@@ -37,12 +37,17 @@ export class EndpointTypes {
   private readonly errorCodes = new Map<string, PluginErrorCode>();
 
   addType(type: EndpointType<unknown>, plugin: string): void {
-    if (!type || typeof type !== 'object' || typeof type.execute !== 'function') throw new Error(`plugin ${plugin}: an endpoint type needs { type, configSchema, execute }`);
-    if (typeof type.type !== 'string' || !/^[a-z][a-z0-9_-]*$/.test(type.type)) throw new Error(`plugin ${plugin}: endpoint type name ${JSON.stringify(type.type)} must match [a-z][a-z0-9_-]*`);
+    if (!type || typeof type !== 'object' || typeof type.execute !== 'function')
+      throw new Error(`plugin ${plugin}: an endpoint type needs { type, configSchema, execute }`);
+    if (typeof type.type !== 'string' || !/^[a-z][a-z0-9_-]*$/.test(type.type))
+      throw new Error(`plugin ${plugin}: endpoint type name ${JSON.stringify(type.type)} must match [a-z][a-z0-9_-]*`);
     if (this.types.has(type.type)) throw new Error(`plugin ${plugin}: endpoint type ${type.type} is already registered`);
     // The plugin's own object stays the prototype, so its methods see `this` as they wrote it.
     const knowsErrorCode = (code: string) => code in CORE_ERROR_CODES || this.errorCodes.has(code);
-    this.types.set(type.type, Object.create(type, { plugin: { value: plugin, enumerable: true }, knowsErrorCode: { value: knowsErrorCode } }) as RegisteredType);
+    this.types.set(
+      type.type,
+      Object.create(type, { plugin: { value: plugin, enumerable: true }, knowsErrorCode: { value: knowsErrorCode } }) as RegisteredType,
+    );
   }
 
   addFunction(name: string, fn: NamedFunction, plugin: string): void {
@@ -57,8 +62,10 @@ export class EndpointTypes {
     if (!codes || typeof codes !== 'object') throw new Error(`plugin ${plugin}: declareErrors takes { code: { status, meaning } }`);
     for (const [code, declared] of Object.entries(codes)) {
       if (!ERROR_CODE_PATTERN.test(code)) throw new Error(`plugin ${plugin}: error code ${JSON.stringify(code)} must match [a-z][a-z0-9_]*`);
-      if (!isErrorStatus(declared?.status)) throw new Error(`plugin ${plugin}: error code ${code} has status ${JSON.stringify(declared?.status)}; it must be a whole number from 400 to 599`);
-      if (typeof declared.meaning !== 'string' || declared.meaning.trim() === '') throw new Error(`plugin ${plugin}: error code ${code} needs a meaning (one sentence for the docs)`);
+      if (!isErrorStatus(declared?.status))
+        throw new Error(`plugin ${plugin}: error code ${code} has status ${JSON.stringify(declared?.status)}; it must be a whole number from 400 to 599`);
+      if (typeof declared.meaning !== 'string' || declared.meaning.trim() === '')
+        throw new Error(`plugin ${plugin}: error code ${code} needs a meaning (one sentence for the docs)`);
       const core = (CORE_ERROR_CODES as Record<string, ErrorCodeDeclaration>)[code];
       const taken = core ? { ...core, plugin: 'tkgate' } : this.errorCodes.get(code);
       if (taken && taken.status !== declared.status) {

@@ -174,8 +174,7 @@ export type NamedFunction = (call: FunctionCall) => Promise<unknown> | unknown;
 const STREAMED = Symbol.for('tkgate.StreamedResponse');
 const REPLY = Symbol.for('tkgate.Reply');
 
-const hasMark = (value: unknown, mark: symbol): boolean =>
-  typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[mark] === true;
+const hasMark = (value: unknown, mark: symbol): boolean => typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[mark] === true;
 
 /**
  * Writes a response body straight to the client: every `write` must wait for its callback before the

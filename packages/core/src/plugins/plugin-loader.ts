@@ -46,10 +46,14 @@ function asPlugin(module: unknown, specifier: string): TkgatePlugin {
   }
   const verdict = checkApiRange(plugin.apiVersion);
   if (verdict === 'unreadable') {
-    throw new PluginError(`plugin ${specifier} (${plugin.name}): apiVersion ${JSON.stringify(plugin.apiVersion)} is not a range such as '^1.1' or { major: 1, minor: 1 }`);
+    throw new PluginError(
+      `plugin ${specifier} (${plugin.name}): apiVersion ${JSON.stringify(plugin.apiVersion)} is not a range such as '^1.1' or { major: 1, minor: 1 }`,
+    );
   }
   if (verdict === 'incompatible') {
-    throw new PluginError(`plugin ${specifier} (${plugin.name}) needs plugin API ${describeRange(plugin.apiVersion)}; this tkgate has plugin API ${PLUGIN_API_STRING}`);
+    throw new PluginError(
+      `plugin ${specifier} (${plugin.name}) needs plugin API ${describeRange(plugin.apiVersion)}; this tkgate has plugin API ${PLUGIN_API_STRING}`,
+    );
   }
   if (plugin.migrations !== undefined && (typeof plugin.migrations !== 'object' || plugin.migrations === null)) {
     throw new PluginError(`plugin ${specifier} (${plugin.name}): migrations must be an object of { up, down } by name`);

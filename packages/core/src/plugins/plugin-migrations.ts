@@ -9,7 +9,11 @@ import { PluginError, type ImportedPlugin } from './plugin-loader.js';
  * plugin (readable, then a hash so two names never share one), within MySQL's 64 characters.
  */
 export function pluginMigrationsTable(plugin: string): string {
-  const readable = plugin.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 24);
+  const readable = plugin
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 24);
   const hash = createHash('sha256').update(plugin).digest('hex').slice(0, 8);
   return `tkgate_plugin_${readable}_${hash}`;
 }
@@ -42,7 +46,9 @@ export async function migratePlugins(db: Database, plugins: ImportedPlugin[]): P
       throw new PluginError(`plugin ${plugin.name}: migration failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
     }
     if ((await coreShape(db)) !== before) {
-      throw new PluginError(`plugin ${plugin.name}: its migrations changed tkgate's own tables (${ran.join(', ')}); a plugin may only create and change its own`);
+      throw new PluginError(
+        `plugin ${plugin.name}: its migrations changed tkgate's own tables (${ran.join(', ')}); a plugin may only create and change its own`,
+      );
     }
     applied.push(...ran.map((name) => `${plugin.name}/${name}`));
   }

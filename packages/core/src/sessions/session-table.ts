@@ -35,12 +35,7 @@ export class SessionTable {
         .join('users', 'users.id', 'sessions.user_id')
         .leftJoin('core_groups', 'core_groups.id', 'users.core_group_id')
         .where('sessions.token_hash', param(0))
-        .select(
-          'sessions.created_at',
-          'sessions.last_used_at',
-          'sessions.expires_at',
-          ...callerColumns,
-        ),
+        .select('sessions.created_at', 'sessions.last_used_at', 'sessions.expires_at', ...callerColumns),
     );
   }
 
@@ -74,7 +69,10 @@ export class SessionTable {
       const loginSeq = rows.reduce((max, row) => Math.max(max, Number(row.login_seq)), 0) + 1;
       const live = rows.filter((row) => Number(row.expires_at) > now);
       const evicted = live.slice(0, Math.max(0, live.length - (this.policy.maxPerUser - 1))).map((row) => String(row.token_hash));
-      if (evicted.length > 0) await trx('sessions').whereIn('token_hash', [...evicted].sort()).delete();
+      if (evicted.length > 0)
+        await trx('sessions')
+          .whereIn('token_hash', [...evicted].sort())
+          .delete();
       const session: Session = { tokenHash, userId, createdAt: now, lastUsedAt: now, expiresAt: expiryOf(this.policy, now, now) };
       await trx('sessions').insert({
         token_hash: tokenHash,
@@ -109,7 +107,9 @@ export class SessionTable {
       await lockUser(trx, userId);
       const hashes = (await trx('sessions').where({ user_id: userId }).pluck('token_hash')).map(String).sort();
       for (let i = 0; i < hashes.length; i += DELETE_CHUNK) {
-        await trx('sessions').whereIn('token_hash', hashes.slice(i, i + DELETE_CHUNK)).delete();
+        await trx('sessions')
+          .whereIn('token_hash', hashes.slice(i, i + DELETE_CHUNK))
+          .delete();
       }
       return hashes;
     });

@@ -26,7 +26,8 @@ export function compileClientFilter(config: ClientFilterConfig | undefined, issu
   const filter = config ?? {};
   const allowed = filter.allowed_fields ? new Set(filter.allowed_fields) : undefined;
   for (const [index, field] of (filter.required_fields ?? []).entries()) {
-    if (allowed && !allowed.has(field)) issues.push({ path: [...at, 'required_fields', index], message: `${field} is required but not in allowed_fields, so it would always be stripped` });
+    if (allowed && !allowed.has(field))
+      issues.push({ path: [...at, 'required_fields', index], message: `${field} is required but not in allowed_fields, so it would always be stripped` });
   }
   const fieldRules = new Map<string, CompiledFieldRule>();
   for (const [field, rule] of Object.entries(filter.field_rules ?? {})) {

@@ -39,7 +39,14 @@ function toInteger(value: unknown): unknown {
 }
 
 const BOOLEANS = new Map<unknown, number>([
-  [true, 1], [false, 0], [1, 1], [0, 0], ['true', 1], ['false', 0], ['1', 1], ['0', 0],
+  [true, 1],
+  [false, 0],
+  [1, 1],
+  [0, 0],
+  ['true', 1],
+  ['false', 0],
+  ['1', 1],
+  ['0', 0],
 ]);
 
 function toBoolean(value: unknown): unknown {

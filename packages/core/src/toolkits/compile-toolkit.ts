@@ -81,12 +81,21 @@ async function compileDocument(document: unknown, file: string, env: CompileEnvi
     if (!endpoint) continue;
     const byMethod = routes.get(endpoint.path) ?? new Map<string, CompiledEndpoint>();
     for (const method of endpoint.methods) {
-      if (byMethod.has(method)) issues.push({ path: ['endpoints', index, 'path'], message: `${method} ${endpoint.path} is already defined by an earlier endpoint` });
+      if (byMethod.has(method))
+        issues.push({ path: ['endpoints', index, 'path'], message: `${method} ${endpoint.path} is already defined by an earlier endpoint` });
       byMethod.set(method, endpoint);
     }
     routes.set(endpoint.path, byMethod);
   }
-  return { name: config.name, kind: config.type, enabled: config.enabled, defaultGroup: config.default_group ?? null, description: config.description, file, routes };
+  return {
+    name: config.name,
+    kind: config.type,
+    enabled: config.enabled,
+    defaultGroup: config.default_group ?? null,
+    description: config.description,
+    file,
+    routes,
+  };
 }
 
 async function compileEndpoint(
@@ -115,7 +124,12 @@ async function compileEndpoint(
   const before = issues.length;
   const clientFilter = compileClientFilter(config.client_filter, issues, [...at, 'client_filter']);
   const dbContext = compileDbContext(config.inject_db_context, env.schema, clientFilter.allowedFields, issues, [...at, 'inject_db_context']);
-  const wrapping = compileWrapping(config.overwrite_wrapping, dbContext.map((entry) => entry.key), issues, [...at, 'overwrite_wrapping']);
+  const wrapping = compileWrapping(
+    config.overwrite_wrapping,
+    dbContext.map((entry) => entry.key),
+    issues,
+    [...at, 'overwrite_wrapping'],
+  );
   const typeConfig = await validateStandard(type.configSchema, typeKeys, at);
   if ('issues' in typeConfig) {
     issues.push(...typeConfig.issues);
@@ -155,6 +169,11 @@ function runCheck(type: RegisteredType, config: unknown, checkEnv: CheckEnvironm
     return issues;
   } catch (err) {
     env.log?.error('plugin check threw', { plugin: type.plugin, type: type.type, endpoint: endpointPath, err });
-    return [{ path: [], message: `endpoint ${endpointPath}: the check of plugin ${type.plugin} (type ${type.type}) failed unexpectedly; the endpoint is refused (cause in the log)` }];
+    return [
+      {
+        path: [],
+        message: `endpoint ${endpointPath}: the check of plugin ${type.plugin} (type ${type.type}) failed unexpectedly; the endpoint is refused (cause in the log)`,
+      },
+    ];
   }
 }

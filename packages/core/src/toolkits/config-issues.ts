@@ -11,8 +11,7 @@ export interface ToolkitProblem {
 
 export const formatPath = (path: ReadonlyArray<string | number>): string => path.join('.');
 
-export const describeProblem = (problem: ToolkitProblem): string =>
-  `${problem.file}: ${problem.path || '(file)'}: ${problem.message}`;
+export const describeProblem = (problem: ToolkitProblem): string => `${problem.file}: ${problem.path || '(file)'}: ${problem.message}`;
 
 /** zod issues as ConfigIssues; an unknown key becomes its own path, so the path names it. */
 export function fromZod(error: z.ZodError, prefix: Array<string | number> = []): ConfigIssue[] {

@@ -39,7 +39,8 @@ export class EndpointLifetimes {
     const { type } = endpoint;
     if (!type.onRetire) return;
     const identity = { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint };
-    const failed = (err: unknown) => this.log.error('endpoint onRetire failed', { endpoint_type: type.type, toolkit: endpoint.toolkit, endpoint: endpoint.path, err });
+    const failed = (err: unknown) =>
+      this.log.error('endpoint onRetire failed', { endpoint_type: type.type, toolkit: endpoint.toolkit, endpoint: endpoint.path, err });
     try {
       void Promise.resolve(type.onRetire(identity)).catch(failed);
     } catch (err) {

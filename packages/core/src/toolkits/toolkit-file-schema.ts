@@ -12,10 +12,18 @@ export const FIELD_TYPES = ['string', 'integer', 'number', 'boolean', 'object', 
 export type FieldType = (typeof FIELD_TYPES)[number];
 
 const fieldRule = z.strictObject({
-  type: z.enum(FIELD_TYPES).optional().describe('The value\'s type. In GET query strings and forms, integer, number and boolean accept their string form.'),
+  type: z.enum(FIELD_TYPES).optional().describe("The value's type. In GET query strings and forms, integer, number and boolean accept their string form."),
   max_length: z.number().int().min(0).optional().describe('Strings: at most this many characters (code points). Arrays: at most this many items.'),
-  pattern: z.string().max(1000).optional().describe('A regular expression (RE2 syntax: no backreferences or lookaround) the string must contain a match of; anchor with ^…$ for the whole value.'),
-  allowed_values: z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])).min(1).optional().describe('The value must equal one of these.'),
+  pattern: z
+    .string()
+    .max(1000)
+    .optional()
+    .describe('A regular expression (RE2 syntax: no backreferences or lookaround) the string must contain a match of; anchor with ^…$ for the whole value.'),
+  allowed_values: z
+    .array(z.union([z.string(), z.number(), z.boolean(), z.null()]))
+    .min(1)
+    .optional()
+    .describe('The value must equal one of these.'),
 });
 export type FieldRuleConfig = z.infer<typeof fieldRule>;
 
@@ -23,10 +31,21 @@ export const PARSEABLE_CONTENT_TYPES = ['application/json', 'application/x-www-f
 
 const clientFilter = z.strictObject({
   allowed_fields: z.array(fieldName).optional().describe('Only these fields reach the endpoint; others are stripped silently. Absent: every field passes.'),
-  required_fields: z.array(fieldName).optional().describe('Each must be present (400 invalid_payload otherwise); must also be in allowed_fields when that is set.'),
-  max_body_bytes: z.number().int().min(0).optional().describe('A larger POST body is 400 invalid_payload (server.max_body_bytes still caps everything with 413).'),
+  required_fields: z
+    .array(fieldName)
+    .optional()
+    .describe('Each must be present (400 invalid_payload otherwise); must also be in allowed_fields when that is set.'),
+  max_body_bytes: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('A larger POST body is 400 invalid_payload (server.max_body_bytes still caps everything with 413).'),
   allowed_content_types: z.array(z.enum(PARSEABLE_CONTENT_TYPES)).min(1).optional().describe('The POST body types accepted; default both.'),
-  field_rules: z.record(fieldName, fieldRule.describe('Rules for this field, checked when it is present.')).optional().describe('Rules per field, keyed by field name.'),
+  field_rules: z
+    .record(fieldName, fieldRule.describe('Rules for this field, checked when it is present.'))
+    .optional()
+    .describe('Rules per field, keyed by field name.'),
 });
 export type ClientFilterConfig = z.infer<typeof clientFilter>;
 
@@ -64,11 +83,18 @@ export type EndpointCoreConfig = z.infer<typeof endpointCoreSchema>;
 export const ENDPOINT_CORE_KEYS = new Set(Object.keys(endpointCoreSchema.shape));
 
 export const toolkitFileSchema = z.strictObject({
-  name: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'must match [a-z0-9][a-z0-9_-]*').max(64).describe('The toolkit\'s name, unique across all files: [a-z0-9][a-z0-9_-]*. The file name does not matter.'),
+  name: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]*$/, 'must match [a-z0-9][a-z0-9_-]*')
+    .max(64)
+    .describe("The toolkit's name, unique across all files: [a-z0-9][a-z0-9_-]*. The file name does not matter."),
   type: z.enum(['app', 'lib']).describe('app or lib: the endpoints are served under {base}/tk/app/<name>/ or {base}/tk/lib/<name>/.'),
   enabled: z.boolean().default(true).describe('false: every endpoint answers 404 toolkit_not_found (default true).'),
   description: z.string().optional().describe('What the toolkit is for, for people; shown in the OpenAPI description.'),
   default_group: z.string().min(1).max(64).optional().describe('The toolkit group of callers without an override or an association.'),
-  endpoints: z.array(z.record(z.string(), z.unknown()).describe('One endpoint: core keys plus its type\'s keys.')).min(1).describe('The toolkit\'s endpoints; at least one.'),
+  endpoints: z
+    .array(z.record(z.string(), z.unknown()).describe("One endpoint: core keys plus its type's keys."))
+    .min(1)
+    .describe("The toolkit's endpoints; at least one."),
 });
 export type ToolkitFileConfig = z.infer<typeof toolkitFileSchema>;

@@ -69,7 +69,9 @@ function renameRefs(value: unknown, type: string): unknown {
   if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(
     Object.entries(value).map(([key, inner]) =>
-      key === '$ref' && typeof inner === 'string' && inner.startsWith('#/$defs/') ? [key, `#/$defs/${type}.${inner.slice('#/$defs/'.length)}`] : [key, renameRefs(inner, type)],
+      key === '$ref' && typeof inner === 'string' && inner.startsWith('#/$defs/')
+        ? [key, `#/$defs/${type}.${inner.slice('#/$defs/'.length)}`]
+        : [key, renameRefs(inner, type)],
     ),
   );
 }

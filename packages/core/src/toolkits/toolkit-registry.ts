@@ -169,7 +169,8 @@ export class ToolkitRegistry {
     try {
       handle = await open(file);
       const { size } = await handle.stat();
-      if (size > this.options.maxFileBytes) return { problem: `is ${size} bytes, larger than toolkits.max_file_bytes (${this.options.maxFileBytes})`, hash: undefined };
+      if (size > this.options.maxFileBytes)
+        return { problem: `is ${size} bytes, larger than toolkits.max_file_bytes (${this.options.maxFileBytes})`, hash: undefined };
       return decodeToolkitFile(await handle.readFile());
     } catch (err) {
       return { problem: `cannot be read: ${describeFsError(err)}`, hash: undefined };
@@ -179,9 +180,17 @@ export class ToolkitRegistry {
   }
 
   /** Logs what changed: refused files once per change, duplicates and kept versions at every reload. */
-  private report(r: { listing: DirectoryListing; wasMissing: string | undefined; records: Map<string, FileRecord>; resolution: Resolution; changes: SnapshotChanges; trigger: string }): void {
+  private report(r: {
+    listing: DirectoryListing;
+    wasMissing: string | undefined;
+    records: Map<string, FileRecord>;
+    resolution: Resolution;
+    changes: SnapshotChanges;
+    trigger: string;
+  }): void {
     const { trigger } = r;
-    if (r.listing.missing && !r.wasMissing) this.log.warn('toolkit directory unavailable', { dir: this.dir, reason: r.listing.missing, kept: [...this.current.keys()] });
+    if (r.listing.missing && !r.wasMissing)
+      this.log.warn('toolkit directory unavailable', { dir: this.dir, reason: r.listing.missing, kept: [...this.current.keys()] });
     if (!r.listing.missing && r.wasMissing) this.log.info('toolkit directory available', { dir: this.dir, real_path: r.listing.realDir });
     this.reportRefusals(r.records, trigger);
     for (const duplicate of r.resolution.duplicates) {
@@ -209,7 +218,8 @@ export class ToolkitRegistry {
       const key = `${record.hash}:${JSON.stringify(record.result.problems)}`;
       if (this.loggedRefusals.get(file) === key) continue;
       this.loggedRefusals.set(file, key);
-      for (const problem of record.result.problems) this.log.warn('toolkit file refused', { file: problem.file, path: problem.path, reason: problem.message, trigger });
+      for (const problem of record.result.problems)
+        this.log.warn('toolkit file refused', { file: problem.file, path: problem.path, reason: problem.message, trigger });
     }
     for (const file of this.loggedRefusals.keys()) if (!records.has(file)) this.loggedRefusals.delete(file);
   }

@@ -7,7 +7,17 @@ import type { ConfigIssue, RequestContext } from '../plugins/plugin-api.js';
  */
 export type WrappingRule = { remove: string } | { promote: string };
 
-export const CONTEXT_FIELDS = ['user_id', 'username', 'power', 'core_group_id', 'core_group_name', 'toolkit_group', 'request_id', 'payload', 'db_context'] as const;
+export const CONTEXT_FIELDS = [
+  'user_id',
+  'username',
+  'power',
+  'core_group_id',
+  'core_group_name',
+  'toolkit_group',
+  'request_id',
+  'payload',
+  'db_context',
+] as const;
 /** Fields a promoted db_context value may never replace. */
 const PROTECTED_FIELDS = new Set(['user_id', 'username', 'core_group_id', 'request_id', 'payload', 'db_context']);
 

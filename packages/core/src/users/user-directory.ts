@@ -63,10 +63,7 @@ export class UserDirectory {
   }
 
   async findByUsername(username: string): Promise<CallerRecord | undefined> {
-    const row = await this.db('users')
-      .leftJoin('core_groups', 'core_groups.id', 'users.core_group_id')
-      .where('users.username', username)
-      .first(callerColumns);
+    const row = await this.db('users').leftJoin('core_groups', 'core_groups.id', 'users.core_group_id').where('users.username', username).first(callerColumns);
     return row && row.username === username ? toCaller(row) : undefined;
   }
 
