@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import net from 'node:net';
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
 import { sleep } from '../support/fixtures.js';
@@ -219,6 +220,78 @@ for (const [dialect, transport] of runs) {
       // 16 MB leaves room for the unrelated heap growth GC timing adds on a shared 2-core machine.
       expect(growth100).to.be.below(16);
       expect(growth300).to.be.below(16);
+    });
+
+    it('a client that stops reading mid-download gets every byte once it reads on, and its connection serves the next request', async () => {
+      const token = await s.login('xavi');
+      const { port, pathname } = new URL(`${s.gateway.base}/tk/app/proxy/100mb`);
+      const socket = net.connect(Number(port), '127.0.0.1');
+      const request = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+      const sevens = Buffer.alloc(1024 * 1024, 7);
+      /** Reads one response of the socket: its head and body (counted; every byte checked against `expected` if given). */
+      const response = (expected?: Buffer) =>
+        new Promise<{ head: string; bytes: number; wrong: number; body: string }>((resolve, reject) => {
+          let head: string | undefined;
+          let pending = Buffer.alloc(0);
+          let length = 0;
+          let bytes = 0;
+          let wrong = 0;
+          let body = '';
+          let paused = false;
+          const onData = (data: Buffer) => {
+            if (head === undefined) {
+              pending = Buffer.concat([pending, data]);
+              const end = pending.indexOf('\r\n\r\n');
+              if (end < 0) return;
+              head = pending.subarray(0, end).toString('latin1');
+              length = Number(/\r\ncontent-length: (\d+)/i.exec(head)![1]);
+              data = pending.subarray(end + 4);
+            }
+            bytes += data.length;
+            if (expected) {
+              // Socket reads are 64 KiB at most.
+              if (!data.equals(expected.subarray(0, data.length))) wrong++;
+            } else body += data.toString('latin1');
+            if (expected && !paused && bytes > 1024 * 1024) {
+              // The client stops reading for a while: the gateway's writes stop flowing, its reads wait.
+              paused = true;
+              socket.pause();
+              setTimeout(() => socket.resume(), 500);
+            }
+            if (bytes >= length) {
+              socket.off('data', onData).off('error', reject);
+              resolve({ head, bytes, wrong, body });
+            }
+          };
+          socket.on('data', onData).on('error', reject);
+        });
+      socket.write(request(pathname));
+      const download = await response(sevens);
+      expect(download.head).to.match(/^HTTP\/1\.1 200 /);
+      expect(download.bytes).to.equal(100 * 1024 * 1024);
+      expect(download.wrong).to.equal(0);
+      socket.write(request(new URL(`${s.gateway.base}/tk/app/proxy/json`).pathname));
+      const next = await response();
+      socket.destroy();
+      expect(next.head).to.match(/^HTTP\/1\.1 200 /);
+      expect(JSON.parse(next.body)).to.include({ success: true });
+    });
+
+    it('closes the upstream connection when the client leaves mid-download of a body of known length, with an info line', async () => {
+      const token = await s.login('xavi');
+      const controller = new AbortController();
+      const response = await fetch(`${s.gateway.base}/tk/app/proxy/300mb`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
+      expect(response.headers.get('content-length')).to.equal(String(300 * 1024 * 1024));
+      await response.body!.getReader().read();
+      controller.abort();
+      for (let i = 0; i < 40 && !upstream.abandoned.includes('/300mb'); i++) await sleep(50);
+      expect(upstream.abandoned).to.include('/300mb');
+      const requestId = response.headers.get('x-request-id');
+      const ofRequest = () => s.gateway.logs.filter((record) => record.request_id === requestId);
+      for (let i = 0; i < 40 && !ofRequest().some((record) => record.msg === 'client left during a streamed response'); i++) await sleep(50);
+      expect(ofRequest().map((record) => [record.level, record.msg])).to.deep.include(['info', 'client left during a streamed response']);
+      expect(ofRequest().filter((record) => record.level === 'error' || record.err !== undefined)).to.deep.equal([]);
+      expect((await (await client()).get('proxy', 'json')).status).to.equal(200);
     });
 
     it('survives clients that disconnect at any moment of a proxied request', async () => {
