@@ -1,4 +1,4 @@
-// npm run bench [-- --quick | --smoke] [--out DIR]: what each part of tkgate costs, against baselines and
+// npm run bench [-- --quick | --smoke] [--only 1,3] [--compare DIR] [--out DIR]: what each part of tkgate costs, against baselines and
 // peer gateways measured in the same run, interleaved over rounds (scripts/bench/measure.js).
 // Full: under 6 minutes; --quick: under 90 s; --smoke: CI (numbers only, nothing judged).
 // Everything runs on 127.0.0.1 with bounded durations; results go to bench/results/latest.{json,md}.
@@ -27,6 +27,13 @@ const PLAN = {
   smoke: { rounds: 1, warmupS: 1, rewarmS: 0, measureS: 1, retries: 0, sessions: 2_000, settleMs: 500, stormS: 1, extras: true },
 }[mode];
 PLAN.connections = 50;
+/** `--only 1,3`: just those scenarios (while working on them; the README's table is a whole run). */
+const onlyIndex = process.argv.indexOf('--only');
+const only = onlyIndex > 0 ? new Set(process.argv[onlyIndex + 1].split(',').map(Number)) : undefined;
+const runs = (n) => !only || only.has(n);
+/** `--compare DIR`: another checkout's build (old code, say) as a row beside tkgate in scenarios 1-3, measured in turns. */
+const compareIndex = process.argv.indexOf('--compare');
+const compareBin = compareIndex > 0 ? path.resolve(process.argv[compareIndex + 1], 'packages/cli/dist/main.js') : undefined;
 const outIndex = process.argv.indexOf('--out');
 const outDir = outIndex > 0 ? path.resolve(process.argv[outIndex + 1]) : path.join(root, 'bench/results');
 const log = (text) => process.stderr.write(text);
@@ -101,7 +108,10 @@ async function main() {
   let gateway = track(await startTkgate(config));
   const token = await login(gateway.base);
   const auth = { authorization: `Bearer ${token}` };
-  const twoWorkers = PLAN.extras ? track(await startTkgate(config, [], { TKGATE_WORKERS: '2' })) : undefined;
+  const twoWorkers = PLAN.extras && (runs(1) || runs(3)) ? track(await startTkgate(config, [], { TKGATE_WORKERS: '2' })) : undefined;
+  // The other build shares the database file: its own token, since sessions are per login, not per build.
+  const compared = compareBin ? track(await startTkgate(config, [], {}, compareBin)) : undefined;
+  const comparedAuth = compared && { authorization: `Bearer ${await login(compared.base)}` };
   const context = JSON.stringify({
     user_id: 1,
     username: 'bench',
@@ -121,26 +131,34 @@ async function main() {
 
   // 1. GET /auth/status with a valid token: vs. bare Koa answering the same JSON, and fast-gateway's Map check.
   const status = { url: '/auth/status', headers: auth };
-  await scenario(
-    '1. GET /auth/status',
-    [
-      tkgate('tkgate', gateway, status),
-      twoWorkers && tkgate('tkgate, workers: 2', twoWorkers, status),
-      server('bare Koa', koa, { url: '/api/auth/status' }),
-      server('fast-gateway (Map token check)', fastGateway, { url: '/api/auth/status', headers: auth }),
-    ],
-    [atLeast(0.85, 'bare Koa'), atLeast(1.0, 'fast-gateway (Map token check)')],
-  );
+  const comparedRow = (load) => compared && tkgate('tkgate, --compare build', compared, { ...load, headers: { ...load.headers, ...comparedAuth } });
+  if (runs(1))
+    await scenario(
+      '1. GET /auth/status',
+      [
+        tkgate('tkgate', gateway, status),
+        comparedRow(status),
+        twoWorkers && tkgate('tkgate, workers: 2', twoWorkers, status),
+        server('bare Koa', koa, { url: '/api/auth/status' }),
+        server('fast-gateway (Map token check)', fastGateway, { url: '/api/auth/status', headers: auth }),
+      ],
+      [atLeast(0.85, 'bare Koa'), atLeast(1.0, 'fast-gateway (Map token check)')],
+    );
 
   // 2. An internal endpoint: auth, nine steps, client_filter, one inject_db_context, a pseudo select on SQLite.
-  await scenario(
-    '2. internal endpoint',
-    [tkgate('tkgate', gateway, { url: '/tk/app/bench/items?q=disk', headers: auth }), server('bare Koa', koa, { url: '/api/tk/app/bench/items?q=disk' })],
-    [atLeast(0.6, 'bare Koa')],
-  );
+  if (runs(2))
+    await scenario(
+      '2. internal endpoint',
+      [
+        tkgate('tkgate', gateway, { url: '/tk/app/bench/items?q=disk', headers: auth }),
+        comparedRow({ url: '/tk/app/bench/items?q=disk' }),
+        server('bare Koa', koa, { url: '/api/tk/app/bench/items?q=disk' }),
+      ],
+      [atLeast(0.6, 'bare Koa')],
+    );
 
   // 3. An http endpoint (JSON) to a raw node:http upstream: vs. the upstream direct, the simplest proxy, and the peers.
-  {
+  if (runs(3)) {
     const jsonPost = { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"q":"disk"}' };
     const direct = { method: 'POST', headers: { 'content-type': 'application/json' }, body: context };
     const koaProxy = await startServer('bare-koa-proxy.js', { UPSTREAM_PORT: String(upstream.port) });
@@ -153,6 +171,7 @@ async function main() {
       '3. http endpoint (JSON)',
       [
         tkgate('tkgate', gateway, { url: '/tk/app/bench/json', ...jsonPost }),
+        comparedRow({ url: '/tk/app/bench/json', ...jsonPost }),
         twoWorkers && tkgate('tkgate, workers: 2', twoWorkers, { url: '/tk/app/bench/json', ...jsonPost }),
         onGot && tkgate('tkgate on got', onGot, { url: '/tk/app/bench/json', ...jsonPost, headers: { ...jsonPost.headers, ...gotAuth } }),
         server('upstream direct', upstream, { url: '/json', ...direct }),
@@ -173,19 +192,21 @@ async function main() {
   }
   await fastGateway?.stop();
   await twoWorkers?.stop();
+  await compared?.stop();
 
   // 4. An http passthrough of a 1 MB body, vs. the upstream directly.
-  await scenario(
-    '4. http passthrough 1 MB',
-    [
-      tkgate('tkgate', gateway, { url: '/tk/app/bench/file', headers: auth, connections: 10 }),
-      server('upstream direct', upstream, { url: '/1mb', connections: 10 }),
-    ],
-    [atLeast(0.4, 'upstream direct')],
-  );
+  if (runs(4))
+    await scenario(
+      '4. http passthrough 1 MB',
+      [
+        tkgate('tkgate', gateway, { url: '/tk/app/bench/file', headers: auth, connections: 10 }),
+        server('upstream direct', upstream, { url: '/1mb', connections: 10 }),
+      ],
+      [atLeast(0.4, 'upstream direct')],
+    );
 
   // 5. An exec endpoint running a tiny script, vs. adnanh/webhook running the same script.
-  {
+  if (runs(5)) {
     const webhook = webhookInstalled() ? await startPeerServer((port) => startWebhook(dir, port, tinyScript)) : undefined;
     await scenario(
       '5. exec endpoint',
@@ -196,7 +217,7 @@ async function main() {
   }
 
   // 6. A login storm (argon2id) while status calls run at a steady rate: the event loop must stay responsive.
-  {
+  if (runs(6)) {
     log('6. login storm\n');
     const stopSampling = sampleRss(gateway.pid);
     const [logins, statusDuring] = await Promise.all([
@@ -222,7 +243,7 @@ async function main() {
   }
 
   // 7. Memory: RSS with 0 and with N live sessions, each after the gateway has settled.
-  {
+  if (runs(7)) {
     log(`7. memory: ${PLAN.sessions} sessions\n`);
     await gateway.stop();
     await clearSessions(filename);

@@ -92,8 +92,9 @@ export async function prepareGateway(dir, { upstreamPort, tinyScript }) {
   return { config, gotConfig, filename };
 }
 
-export async function startTkgate(config, extraArgs = [], env = {}) {
-  const gateway = await startProcess(process.execPath, [...extraArgs, tkgateBin, 'start', '--config', config], {
+/** A gateway on `config`; `bin` is another checkout's CLI (npm run bench -- --compare DIR). */
+export async function startTkgate(config, extraArgs = [], env = {}, bin = tkgateBin) {
+  const gateway = await startProcess(process.execPath, [...extraArgs, bin, 'start', '--config', config], {
     env: { TKGATE_LOG_LEVEL: 'info', ...env },
     ready: (line) => line.includes('"msg":"listening"'),
   });

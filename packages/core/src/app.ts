@@ -9,7 +9,9 @@ import { assignRequestId } from './http/request-id.js';
 import { respondAtTurnEnd } from './http/respond-at-turn-end.js';
 import { openApiRoutes } from './openapi/openapi-route.js';
 import { healthRoutes, type ReadinessState } from './ops/health.js';
-import { requestLog } from './ops/request-log.js';
+import { requestLog, requestRecorder, type RequestLogOptions } from './ops/request-log.js';
+import { directStatus } from './auth/direct-status.js';
+import type { DirectAnswer } from './http/direct-answers.js';
 import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-pipeline.js';
 
 export type AppServices = AuthServices & PipelineServices & { readiness: ReadinessState };
@@ -23,11 +25,11 @@ const noSuchRoute: GatewayMiddleware = async () => {
  * request id, CORS (when configured), /healthz and /readyz, the error envelope, then the routes.
  */
 export function createApp(services: AppServices): Koa<GatewayState> {
-  const { config, log, metrics } = services;
+  const { config, log } = services;
   const app = new Koa<GatewayState>();
   app.proxy = false;
   app.silent = true;
-  app.use(requestLog({ log, metrics, access: config.log.access, trustProxy: config.server.trust_proxy, baseUrl: config.server.base_url }));
+  app.use(requestLog(requestLogOptions(services)));
   app.use(respondAtTurnEnd);
   app.use(assignRequestId);
   const corsHeaders = cors(config.server.cors.origins);
@@ -39,4 +41,15 @@ export function createApp(services: AppServices): Koa<GatewayState> {
   app.use(openApiRoutes(services).routes());
   app.use(noSuchRoute);
   return app;
+}
+
+/** The answers given before Koa sees a request (http/direct-answers.ts): a status call with a cached session. */
+export function createDirectAnswers(services: AppServices): DirectAnswer[] {
+  const { config, sessions } = services;
+  const record = requestRecorder(requestLogOptions(services));
+  return [directStatus({ baseUrl: config.server.base_url, sessions, record, corsOrigins: config.server.cors.origins })];
+}
+
+function requestLogOptions({ config, log, metrics }: AppServices): RequestLogOptions {
+  return { log, metrics, access: config.log.access, trustProxy: config.server.trust_proxy, baseUrl: config.server.base_url };
 }

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApp } from './app.js';
+import { createApp, createDirectAnswers } from './app.js';
+import { withDirectAnswers } from './http/direct-answers.js';
 import { LoginLimiter } from './auth/login-limiter.js';
 import { ConfigError, type ServerConfig } from './config/server-config.js';
 import { openDatabase, type Database } from './db/connect.js';
@@ -166,8 +167,11 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     cleanups.push(() => clearInterval(housekeeping));
 
     const users = new UserDirectory(db, reads);
-    const app = createApp({ config, db, reads, sessions, users, limiter, registry: toolkits, log, metrics, readiness });
-    const server = createServer(app.callback());
+    const services = { config, db, reads, sessions, users, limiter, registry: toolkits, log, metrics, readiness };
+    const app = createApp(services);
+    // TKGATE_DIRECT_ANSWERS=off: every request through Koa (to rule the direct answers out, or to compare).
+    const direct = process.env.TKGATE_DIRECT_ANSWERS === 'off' ? [] : createDirectAnswers(services);
+    const server = createServer(withDirectAnswers(app.callback(), direct));
     await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));
     checkpoint();

@@ -12,6 +12,17 @@ export interface AuthenticateOptions {
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
+/** The token hash of an `Authorization: Bearer <token>` header; undefined when it holds no token. */
+export function bearerTokenHash(authorization: string | undefined): string | undefined {
+  const token = authorization === undefined ? undefined : BEARER.exec(authorization)?.[1];
+  return token && looksLikeToken(token) ? hashToken(token) : undefined;
+}
+
+/** Whether a session read lets its caller in: not a disabled user, nor a session begun before a revocation. */
+export function admits(read: SessionRead | undefined): read is SessionRead {
+  return read !== undefined && !read.caller.disabled && read.caller.sessions_revoked_at < read.session.createdAt;
+}
+
 /**
  * Resolves `Authorization: Bearer <token>` to a live session and its user, both from one read of the
  * database (or this process's cache of it, see SessionStore, answered without waiting): a disabled user,
@@ -19,17 +30,14 @@ const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
  */
 export function authenticate(sessions: SessionStore, options: AuthenticateOptions): PipelineStep {
   const admit = (ctx: GatewayContext, read: SessionRead | undefined): void => {
-    if (!read) throw unauthorized();
-    const { session, caller } = read;
-    if (caller.disabled || caller.sessions_revoked_at >= session.createdAt) throw unauthorized();
+    if (!admits(read)) throw unauthorized();
     if (options.countsAsUse) sessions.touch(read);
-    ctx.state.session = session;
-    ctx.state.caller = caller;
+    ctx.state.session = read.session;
+    ctx.state.caller = read.caller;
   };
   return (ctx) => {
-    const token = BEARER.exec(ctx.get('authorization'))?.[1];
-    if (!token || !looksLikeToken(token)) throw unauthorized();
-    const tokenHash = hashToken(token);
+    const tokenHash = bearerTokenHash(ctx.req.headers.authorization);
+    if (!tokenHash) throw unauthorized();
     const cached = sessions.cached(tokenHash);
     if (cached) return admit(ctx, cached);
     return sessions.find(tokenHash).then((read) => admit(ctx, read));

@@ -61,7 +61,7 @@ function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): 
     const username = body.username as string;
     const password = body.password as string;
 
-    const limitKey = LoginLimiter.key(username, clientAddress(ctx, config.server.trust_proxy));
+    const limitKey = LoginLimiter.key(username, clientAddress(ctx.req, config.server.trust_proxy));
     const retryAfter = await unavailableWhenRefused('login attempt not recorded', () => limiter.reserve(limitKey));
     if (retryAfter > 0) throw rateLimited(retryAfter);
 

@@ -9,8 +9,13 @@ export function sendData(ctx: GatewayContext, data: unknown, status = 200): void
   ctx.status = status;
   if (isJsonText(data)) {
     ctx.set('Content-Type', 'application/json; charset=utf-8');
-    ctx.body = `{"success":true,"request_id":${JSON.stringify(ctx.state.requestId)},"endpoint":${JSON.stringify(ctx.path)},"data":${data.text}}`;
+    ctx.body = successText(ctx.state.requestId, ctx.path, data.text);
     return;
   }
   ctx.body = { success: true, request_id: ctx.state.requestId, endpoint: ctx.path, data };
+}
+
+/** The success envelope as text, around data that is JSON text already (checked, or made by us). */
+export function successText(requestId: string, endpoint: string, dataText: string): string {
+  return `{"success":true,"request_id":${JSON.stringify(requestId)},"endpoint":${JSON.stringify(endpoint)},"data":${dataText}}`;
 }

@@ -3,7 +3,7 @@ import type { GatewayMiddleware } from './context.js';
 let turnEnd: Promise<void> | undefined;
 
 /** Settles once the current event-loop turn's I/O callbacks have all run (setImmediate: the check phase). */
-function endOfTurn(): Promise<void> {
+export function endOfTurn(): Promise<void> {
   return (turnEnd ??= new Promise<void>((resolve) =>
     setImmediate(() => {
       turnEnd = undefined;

@@ -4,6 +4,7 @@
  * even loaded (CLI commands start faster without it).
  */
 import type { Registry } from 'prom-client';
+import { TalliedCounter, TalliedHistogram } from './tallied-metrics.js';
 
 export type LoginResult = 'success' | 'invalid' | 'rate_limited' | 'busy';
 export type ReloadResult = 'applied' | 'refused';
@@ -40,23 +41,19 @@ export const noMetrics: GatewayMetrics = {
 
 export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
   if (!enabled) return noMetrics;
-  const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = await import('prom-client');
+  const { Counter, Gauge, Registry, collectDefaultMetrics } = await import('prom-client');
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  const requests = new Counter({
-    name: 'tkgate_requests_total',
-    help: 'Requests answered, by route template and status',
-    labelNames: ['route', 'status'],
-    registers,
-  });
-  const durations = new Histogram({
-    name: 'tkgate_request_duration_seconds',
-    help: 'Time to answer a request, by route template',
-    labelNames: ['route'],
-    buckets: LATENCY_BUCKETS,
-    registers,
-  });
+  // The three recorded per request are tallied (tallied-metrics.ts); the rest are prom-client's own.
+  const requests = new TalliedCounter(registry, 'tkgate_requests_total', 'Requests answered, by route template and status', ['route', 'status']);
+  const durations = new TalliedHistogram(
+    registry,
+    'tkgate_request_duration_seconds',
+    'Time to answer a request, by route template',
+    ['route'],
+    LATENCY_BUCKETS,
+  );
   const logins = new Counter({ name: 'tkgate_logins_total', help: 'Login attempts by result', labelNames: ['result'], registers });
   const reloads = new Counter({
     name: 'tkgate_toolkit_reloads_total',
@@ -64,13 +61,13 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
     labelNames: ['result'],
     registers,
   });
-  const upstreams = new Histogram({
-    name: 'tkgate_upstream_duration_seconds',
-    help: "Time an endpoint's type took to answer (HTTP upstream, command or queries), by toolkit and endpoint",
-    labelNames: ['toolkit', 'endpoint'],
-    buckets: LATENCY_BUCKETS,
-    registers,
-  });
+  const upstreams = new TalliedHistogram(
+    registry,
+    'tkgate_upstream_duration_seconds',
+    "Time an endpoint's type took to answer (HTTP upstream, command or queries), by toolkit and endpoint",
+    ['toolkit', 'endpoint'],
+    LATENCY_BUCKETS,
+  );
   // Zero rows for every result, so rate() and dashboards see the series before the first event.
   for (const result of ['success', 'invalid', 'rate_limited', 'busy']) logins.inc({ result }, 0);
   for (const result of ['applied', 'refused']) reloads.inc({ result }, 0);
@@ -100,12 +97,12 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
   return {
     registry,
     request: (route, status, seconds) => {
-      requests.inc({ route, status });
-      durations.observe({ route }, seconds);
+      requests.inc([route, status]);
+      durations.observe([route], seconds);
     },
     login: (result) => logins.inc({ result }),
     reload: (result) => reloads.inc({ result }),
-    upstream: (toolkit, endpoint, seconds) => upstreams.observe({ toolkit, endpoint }, seconds),
+    upstream: (toolkit, endpoint, seconds) => upstreams.observe([toolkit, endpoint], seconds),
     sessions: (read) => databaseGauge('tkgate_sessions', 'Live sessions in the database', read),
     gauge,
   };

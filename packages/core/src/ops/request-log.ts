@@ -2,6 +2,7 @@
  * Per request, once the response is done: one access-log line (log.access) and the request metrics.
  * Labels and fields never hold a raw URL beyond the path, a query string, a body or a token.
  */
+import type { IncomingMessage } from 'node:http';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { clientAddress } from '../http/client-address.js';
 import type { Logger } from '../log.js';
@@ -13,6 +14,40 @@ export interface RequestLogOptions {
   metrics: GatewayMetrics;
   trustProxy: boolean;
   baseUrl: string;
+}
+
+/** What is known of a finished request, whoever answered it (Koa's stack or a direct answer). */
+export interface FinishedRequest {
+  req: IncomingMessage;
+  path: string;
+  route: string;
+  status: number;
+  seconds: number;
+  bytes: number;
+  requestId: string | undefined;
+  userId: number | undefined;
+}
+
+/** Counts a finished request in the metrics and writes its access line (when log.access is on). */
+export type RequestRecorder = (finished: FinishedRequest) => void;
+
+export function requestRecorder({ log, access, metrics, trustProxy }: RequestLogOptions): RequestRecorder {
+  return ({ req, path, route, status, seconds, bytes, requestId, userId }) => {
+    metrics.request(route, status, seconds);
+    if (!access) return;
+    const line: Record<string, unknown> = {
+      method: req.method,
+      path,
+      route,
+      status,
+      duration_ms: Math.round(seconds * 1e6) / 1e3,
+      bytes,
+      request_id: requestId,
+      client: clientAddress(req, trustProxy),
+    };
+    if (userId !== undefined) line.user_id = userId;
+    log.info('request', line);
+  };
 }
 
 /**
@@ -34,30 +69,25 @@ function bytesSent(ctx: GatewayContext, socketBytesAtStart: number): number {
   return Math.max(0, (ctx.req.socket?.bytesWritten ?? socketBytesAtStart) - socketBytesAtStart);
 }
 
-export function requestLog({ log, access, metrics, trustProxy, baseUrl }: RequestLogOptions): GatewayMiddleware {
+/** The recorder as the outermost Koa middleware: it records each request once its response has closed. */
+export function requestLog(options: RequestLogOptions): GatewayMiddleware {
+  const record = requestRecorder(options);
   // Not async: it only listens for the end of the response.
   return (ctx, next) => {
     const started = process.hrtime.bigint();
     const socketBytesAtStart = ctx.req.socket?.bytesWritten ?? 0;
     ctx.res.once('close', () => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = routeOf(ctx, baseUrl);
-      // A response cut before it was complete is logged with its status as sent, like nginx's 499 cases.
-      const status = ctx.res.headersSent ? ctx.res.statusCode : 499;
-      metrics.request(route, status, seconds);
-      if (!access) return;
-      const line: Record<string, unknown> = {
-        method: ctx.method,
+      record({
+        req: ctx.req,
         path: ctx.path,
-        route,
-        status,
-        duration_ms: Math.round(seconds * 1e6) / 1e3,
+        route: routeOf(ctx, options.baseUrl),
+        // A response cut before it was complete is logged with its status as sent, like nginx's 499 cases.
+        status: ctx.res.headersSent ? ctx.res.statusCode : 499,
+        seconds: Number(process.hrtime.bigint() - started) / 1e9,
         bytes: bytesSent(ctx, socketBytesAtStart),
-        request_id: ctx.state.requestId,
-        client: clientAddress(ctx, trustProxy),
-      };
-      if (ctx.state.caller) line.user_id = ctx.state.caller.id;
-      log.info('request', line);
+        requestId: ctx.state.requestId,
+        userId: ctx.state.caller?.id,
+      });
     });
     return next();
   };

@@ -93,7 +93,7 @@ class GatewayEndpointCall implements EndpointCall<unknown> {
   }
 
   get clientAddress(): string {
-    return clientAddress(this.ctx, this.services.trustProxy);
+    return clientAddress(this.ctx.req, this.services.trustProxy);
   }
 
   get headers(): Record<string, string> {
