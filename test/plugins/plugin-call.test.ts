@@ -27,8 +27,6 @@ const probes: ToolkitDoc = {
     probe('bad_reply'),
     probe('undeclared'),
     probe('body_exact'),
-    probe('body_long'),
-    probe('body_short'),
   ],
 };
 const nestedToolkit: ToolkitDoc = { name: 'nested', type: 'app', endpoints: ['conflict', 'unavailable', 'created', 'stream', 'where'].map(nested) };
@@ -135,7 +133,7 @@ for (const dialect of dialects) {
       expect(warned[0]).to.include({ level: 'warn', plugin: 'tkgate-test-probe', status: 422 });
     });
 
-    it('writes a streamed body of announced length as written, also to pipelined requests', async () => {
+    it('writes a streamed body of announced length as written, also to pipelined requests on one connection', async () => {
       const token = await loginToken(gateway.base, 'ann', passwordOf('ann'));
       const url = `${gateway.base}/tk/app/probes/body_exact`;
       for (let i = 0; i < 2; i++) {
@@ -144,7 +142,7 @@ for (const dialect of dialects) {
         expect(response.headers.get('content-length')).to.equal('18');
         expect(await response.text()).to.equal('first,second,third');
       }
-      // Three requests in one write: the 2nd and 3rd wait for their turn (no socket yet) and go through ServerResponse.
+      // Three requests in one write: the 2nd and 3rd answers wait for their turn behind the 1st.
       const { port, pathname } = new URL(url);
       const raw = await new Promise<string>((resolve, reject) => {
         const socket = net.connect(Number(port), '127.0.0.1');
@@ -164,33 +162,6 @@ for (const dialect of dialects) {
         expect(response).to.match(/\r\ncontent-length: 18\r\n/i);
         expect(response.endsWith('\r\n\r\nfirst,second,third')).to.equal(true);
       }
-    });
-
-    it('cuts the connection when a body writer writes more or fewer bytes than its Content-Length, before any extra byte', async () => {
-      const token = await loginToken(gateway.base, 'ann', passwordOf('ann'));
-      for (const action of ['body_long', 'body_short']) {
-        const response = await fetch(`${gateway.base}/tk/app/probes/${action}`, { headers: { authorization: `Bearer ${token}` } });
-        expect(response.status).to.equal(200);
-        const outcome = await response.text().then(
-          (text) => `complete ${text}`,
-          () => 'cut',
-        );
-        expect(outcome, action).to.equal('cut');
-        const requestId = response.headers.get('x-request-id');
-        const cut = () => logsOf((record) => record.request_id === requestId && record.msg === 'streamed response cut');
-        for (let i = 0; i < 40 && cut().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 25));
-        expect(cut().map((record) => record.level)).to.deep.equal(['error']);
-      }
-      // What the client read of the long one: the head and the 6 bytes that fit, nothing past the 12 announced.
-      const { port, pathname } = new URL(`${gateway.base}/tk/app/probes/body_long`);
-      const raw = await new Promise<string>((resolve, reject) => {
-        const socket = net.connect(Number(port), '127.0.0.1');
-        let received = '';
-        socket.on('data', (data) => (received += data.toString('latin1')));
-        socket.on('close', () => resolve(received)).on('error', reject);
-        socket.write(`GET ${pathname} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
-      });
-      expect(raw.endsWith('\r\n\r\nfirst,')).to.equal(true);
     });
 
     it('keeps status, code, details and headers of typed errors thrown through a nested copy of @tkgate/core', async () => {

@@ -4,7 +4,6 @@ import { clientAddress } from '../http/client-address.js';
 import type { GatewayContext } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
 import { headersProblem } from '../http/header-rules.js';
-import { LengthFramedBody } from '../http/length-framed-body.js';
 import { scopedLogger, type Logger } from '../log.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { RegisteredType } from '../plugins/endpoint-types.js';
@@ -176,10 +175,7 @@ async function sendStream(ctx: GatewayContext, result: StreamedResponse, log: Lo
   // The plugin writes the body itself; once bytes are out, a failure can only cut the connection.
   ctx.respond = false;
   try {
-    // A body of announced length goes straight to the socket (length-framed-body.ts); others through ServerResponse.
-    const direct = LengthFramedBody.of(ctx.res, ctx.method);
-    await result.body(direct ?? ctx.res);
-    direct?.finish();
+    await result.body(ctx.res);
     ctx.res.end();
   } catch (err) {
     const fields = { request_id: ctx.state.requestId, path: ctx.path, plugin: ctx.state.endpoint!.type.plugin };
