@@ -12,6 +12,7 @@ import { healthRoutes, type ReadinessState } from './ops/health.js';
 import { requestLog, requestRecorder, type RequestLogOptions } from './ops/request-log.js';
 import { directStatus } from './auth/direct-status.js';
 import type { DirectAnswer } from './http/direct-answers.js';
+import { directToolkit } from './pipeline/direct-toolkit.js';
 import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-pipeline.js';
 
 export type AppServices = AuthServices & PipelineServices & { readiness: ReadinessState };
@@ -43,11 +44,15 @@ export function createApp(services: AppServices): Koa<GatewayState> {
   return app;
 }
 
-/** The answers given before Koa sees a request (http/direct-answers.ts): a status call with a cached session. */
-export function createDirectAnswers(services: AppServices): DirectAnswer[] {
+/**
+ * The answers given before Koa's stack sees a request (http/direct-answers.ts): a status call with a cached
+ * session, and toolkit requests (the same steps, on a Koa context of their own).
+ */
+export function createDirectAnswers(services: AppServices, app: Koa<GatewayState>): DirectAnswer[] {
   const { config, sessions } = services;
   const record = requestRecorder(requestLogOptions(services));
-  return [directStatus({ baseUrl: config.server.base_url, sessions, record, corsOrigins: config.server.cors.origins })];
+  const corsOrigins = config.server.cors.origins;
+  return [directStatus({ baseUrl: config.server.base_url, sessions, record, corsOrigins }), directToolkit({ app, services, record, corsOrigins })];
 }
 
 function requestLogOptions({ config, log, metrics }: AppServices): RequestLogOptions {

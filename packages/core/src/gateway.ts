@@ -170,7 +170,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     const services = { config, db, reads, sessions, users, limiter, registry: toolkits, log, metrics, readiness };
     const app = createApp(services);
     // TKGATE_DIRECT_ANSWERS=off: every request through Koa (to rule the direct answers out, or to compare).
-    const direct = process.env.TKGATE_DIRECT_ANSWERS === 'off' ? [] : createDirectAnswers(services);
+    const direct = process.env.TKGATE_DIRECT_ANSWERS === 'off' ? [] : createDirectAnswers(services, app);
     const server = createServer(withDirectAnswers(app.callback(), direct));
     await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));

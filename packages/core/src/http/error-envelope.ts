@@ -12,11 +12,16 @@ export function errorEnvelope(log: Logger): GatewayMiddleware {
     try {
       await next();
     } catch (thrown) {
-      const error = asGatewayError(thrown) ?? internalError(thrown);
-      logError(log, ctx, error, thrown);
-      sendError(ctx, error);
+      answerError(log, ctx, thrown);
     }
   };
+}
+
+/** What errorEnvelope does with what it catches: the envelope for the client, the cause for the log. */
+export function answerError(log: Logger, ctx: GatewayContext, thrown: unknown): void {
+  const error = asGatewayError(thrown) ?? internalError(thrown);
+  logError(log, ctx, error, thrown);
+  sendError(ctx, error);
 }
 
 function logError(log: Logger, ctx: GatewayContext, error: GatewayErrorShape, thrown: unknown): void {

@@ -69,26 +69,31 @@ function bytesSent(ctx: GatewayContext, socketBytesAtStart: number): number {
   return Math.max(0, (ctx.req.socket?.bytesWritten ?? socketBytesAtStart) - socketBytesAtStart);
 }
 
-/** The recorder as the outermost Koa middleware: it records each request once its response has closed. */
+/** Records the request once its response has closed (the access line and the metrics). */
+export function watchRequest(ctx: GatewayContext, record: RequestRecorder, baseUrl: string): void {
+  const started = process.hrtime.bigint();
+  const socketBytesAtStart = ctx.req.socket?.bytesWritten ?? 0;
+  ctx.res.once('close', () => {
+    record({
+      req: ctx.req,
+      path: ctx.path,
+      route: routeOf(ctx, baseUrl),
+      // A response cut before it was complete is logged with its status as sent, like nginx's 499 cases.
+      status: ctx.res.headersSent ? ctx.res.statusCode : 499,
+      seconds: Number(process.hrtime.bigint() - started) / 1e9,
+      bytes: bytesSent(ctx, socketBytesAtStart),
+      requestId: ctx.state.requestId,
+      userId: ctx.state.caller?.id,
+    });
+  });
+}
+
+/** watchRequest as the outermost Koa middleware. */
 export function requestLog(options: RequestLogOptions): GatewayMiddleware {
   const record = requestRecorder(options);
   // Not async: it only listens for the end of the response.
   return (ctx, next) => {
-    const started = process.hrtime.bigint();
-    const socketBytesAtStart = ctx.req.socket?.bytesWritten ?? 0;
-    ctx.res.once('close', () => {
-      record({
-        req: ctx.req,
-        path: ctx.path,
-        route: routeOf(ctx, options.baseUrl),
-        // A response cut before it was complete is logged with its status as sent, like nginx's 499 cases.
-        status: ctx.res.headersSent ? ctx.res.statusCode : 499,
-        seconds: Number(process.hrtime.bigint() - started) / 1e9,
-        bytes: bytesSent(ctx, socketBytesAtStart),
-        requestId: ctx.state.requestId,
-        userId: ctx.state.caller?.id,
-      });
-    });
+    watchRequest(ctx, record, options.baseUrl);
     return next();
   };
 }

@@ -59,11 +59,10 @@ function nameRoute(registry: ToolkitRegistry): PipelineStep {
 }
 
 /**
- * {base}/tk/<kind>/<toolkit>[/<endpoint path>]: the address, split once (the endpoint path without a
- * trailing slash); undefined for any other path, which the next routes answer.
+ * {base}/tk/<kind>/<toolkit>[/<endpoint path>]: the address in a URL's path, split once (the endpoint path
+ * without a trailing slash); undefined for any other path, which the next routes answer.
  */
-function toolkitAddress(ctx: GatewayContext, prefix: string): GatewayContext['state']['address'] {
-  const path = ctx.path;
+export function toolkitAddress(path: string, prefix: string): GatewayContext['state']['address'] {
   if (!path.startsWith(prefix)) return undefined;
   const kindEnd = path.indexOf('/', prefix.length);
   if (kindEnd <= prefix.length) return undefined;
@@ -74,18 +73,16 @@ function toolkitAddress(ctx: GatewayContext, prefix: string): GatewayContext['st
   return { kind: path.slice(prefix.length, kindEnd), toolkit, endpointPath };
 }
 
+/** `{base}/tk/`: where toolkit addresses begin. */
+export const toolkitPrefix = (services: PipelineServices): string => `${services.config.server.base_url}/tk/`;
+
 /**
- * The toolkit routes as one middleware: a toolkit address runs the pipeline's steps (and nothing after
- * them); any other path goes on to the next routes. Whichever way the pipeline ends, the request then
- * leaves its endpoint version (step 2).
+ * A request to a toolkit address (ctx.state.address set): the pipeline's steps, then, whichever way they
+ * end, the request leaves its endpoint version (step 2).
  */
-export function toolkitRoutes(services: PipelineServices): GatewayMiddleware {
-  const prefix = `${services.config.server.base_url}/tk/`;
+export function toolkitRequest(services: PipelineServices): (ctx: GatewayContext) => void | Promise<void> {
   const run = runSteps(toolkitPipeline(services));
-  return (ctx, next) => {
-    const address = toolkitAddress(ctx, prefix);
-    if (!address) return next();
-    ctx.state.address = address;
+  return (ctx) => {
     let running;
     try {
       running = run(ctx);
@@ -95,5 +92,17 @@ export function toolkitRoutes(services: PipelineServices): GatewayMiddleware {
     }
     if (!running) return leaveEndpoint(ctx);
     return running.finally(() => leaveEndpoint(ctx));
+  };
+}
+
+/** The toolkit routes as one Koa middleware: a toolkit address runs toolkitRequest; any other path goes on. */
+export function toolkitRoutes(services: PipelineServices): GatewayMiddleware {
+  const prefix = toolkitPrefix(services);
+  const request = toolkitRequest(services);
+  return (ctx, next) => {
+    const address = toolkitAddress(ctx.path, prefix);
+    if (!address) return next();
+    ctx.state.address = address;
+    return request(ctx);
   };
 }
