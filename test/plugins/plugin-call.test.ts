@@ -2,6 +2,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { eventually } from '../support/eventually.js';
 import { dialects } from '../support/databases.js';
 import { passwordOf } from '../support/fixtures.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
@@ -27,6 +28,7 @@ const probes: ToolkitDoc = {
     probe('bad_reply'),
     probe('undeclared'),
     probe('body_exact'),
+    probe('body_overlong'),
   ],
 };
 const nestedToolkit: ToolkitDoc = { name: 'nested', type: 'app', endpoints: ['conflict', 'unavailable', 'created', 'stream', 'where'].map(nested) };
@@ -162,6 +164,25 @@ for (const dialect of dialects) {
         expect(response).to.match(/\r\ncontent-length: 18\r\n/i);
         expect(response.endsWith('\r\n\r\nfirst,second,third')).to.equal(true);
       }
+    });
+
+    it('cuts the connection when a body writer writes past its Content-Length: nothing extra reaches the client', async () => {
+      const token = await loginToken(gateway.base, 'ann', passwordOf('ann'));
+      const { port, pathname } = new URL(`${gateway.base}/tk/app/probes/body_overlong`);
+      // Two requests in one write: had the extra bytes gone out, they would open the second answer.
+      const raw = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(port), '127.0.0.1');
+        let received = '';
+        socket.on('data', (data) => (received += data.toString('latin1')));
+        socket.on('close', () => resolve(received)).on('error', reject);
+        socket.write(`GET ${pathname} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`.repeat(2));
+      });
+      expect(raw).to.match(/^HTTP\/1\.1 200 /);
+      expect(raw).to.match(/\r\ncontent-length: 18\r\n/i);
+      expect(raw.endsWith('\r\n\r\nfirst,second,third')).to.equal(true);
+      expect(raw).not.to.include('fourth');
+      const cut = await eventually('the cut logged', () => logsOf((r) => r.msg === 'streamed response cut' && r.path === pathname).at(-1));
+      expect(JSON.stringify(cut)).not.to.include('fourth');
     });
 
     it('keeps status, code, details and headers of typed errors thrown through a nested copy of @tkgate/core', async () => {

@@ -174,6 +174,9 @@ async function sendStream(ctx: GatewayContext, result: StreamedResponse, log: Lo
   }
   // The plugin writes the body itself; once bytes are out, a failure can only cut the connection.
   ctx.respond = false;
+  // Past an announced Content-Length, Node would send the extra bytes, which the client reads as the start
+  // of the next answer on the connection; strict, the write fails and the connection is cut instead.
+  ctx.res.strictContentLength = true;
   try {
     await result.body(ctx.res);
     ctx.res.end();
