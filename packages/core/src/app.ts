@@ -3,7 +3,7 @@ import { authRoutes } from './auth/auth-routes.js';
 import type { AuthServices } from './auth/auth-services.js';
 import { notFound } from './errors.js';
 import type { GatewayMiddleware, GatewayState } from './http/context.js';
-import { cors } from './http/cors.js';
+import { cors, corsPolicy } from './http/cors.js';
 import { errorEnvelope } from './http/error-envelope.js';
 import { assignRequestId } from './http/request-id.js';
 import { respondAtTurnEnd } from './http/respond-at-turn-end.js';
@@ -51,8 +51,8 @@ export function createApp(services: AppServices): Koa<GatewayState> {
 export function createDirectAnswers(services: AppServices, app: Koa<GatewayState>): DirectAnswer[] {
   const { config, sessions } = services;
   const record = requestRecorder(requestLogOptions(services));
-  const corsOrigins = config.server.cors.origins;
-  return [directStatus({ baseUrl: config.server.base_url, sessions, record, corsOrigins }), directToolkit({ app, services, record, corsOrigins })];
+  const cors = corsPolicy(config.server.cors.origins);
+  return [directStatus({ baseUrl: config.server.base_url, sessions, record, cors }), directToolkit({ app, services, record, cors })];
 }
 
 function requestLogOptions({ config, log, metrics }: AppServices): RequestLogOptions {

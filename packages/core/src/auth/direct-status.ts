@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { CorsPolicy } from '../http/cors.js';
 import type { DirectAnswer } from '../http/direct-answers.js';
 import { successText } from '../http/envelope.js';
 import { endOfTurn } from '../http/respond-at-turn-end.js';
@@ -12,8 +13,8 @@ export interface DirectStatusOptions {
   baseUrl: string;
   sessions: SessionStore;
   record: RequestRecorder;
-  /** server.cors.origins: with a list, answers vary by Origin; a request that has one is Koa's (cors.ts). */
-  corsOrigins: readonly string[];
+  /** A request with an Origin while CORS is on is Koa's (cors.ts). */
+  cors: CorsPolicy;
 }
 
 /**
@@ -21,9 +22,8 @@ export interface DirectStatusOptions {
  * Everything else about status stays with the Koa route (auth-routes.ts), which answers the same bytes:
  * HEAD, a trailing slash or a query string, an Origin with CORS on, a missing, bad or uncached token.
  */
-export function directStatus({ baseUrl, sessions, record, corsOrigins }: DirectStatusOptions): DirectAnswer {
+export function directStatus({ baseUrl, sessions, record, cors }: DirectStatusOptions): DirectAnswer {
   const path = `${baseUrl}/auth/status`;
-  const varyByOrigin = corsOrigins.length > 0 && !corsOrigins.includes('*');
   // The data's text per cached read: the read is replaced, never changed, when the session or user is.
   const dataTexts = new WeakMap<SessionRead, string>();
   const dataText = (read: SessionRead): string => {
@@ -33,7 +33,7 @@ export function directStatus({ baseUrl, sessions, record, corsOrigins }: DirectS
   };
   return (req, res) => {
     if (req.method !== 'GET' || req.url !== path) return false;
-    if (corsOrigins.length > 0 && req.headers.origin !== undefined) return false;
+    if (cors.on && req.headers.origin !== undefined) return false;
     const tokenHash = bearerTokenHash(req.headers.authorization);
     const read = tokenHash === undefined ? undefined : sessions.cached(tokenHash);
     if (!admits(read)) return false;
@@ -42,7 +42,7 @@ export function directStatus({ baseUrl, sessions, record, corsOrigins }: DirectS
     const body = successText(requestId, path, dataText(read));
     const bytes = Buffer.byteLength(body);
     const headers = ['X-Request-Id', requestId, 'Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(bytes)];
-    if (varyByOrigin) headers.push('Vary', 'Origin');
+    if (cors.variesByOrigin) headers.push('Vary', 'Origin');
     // Written with the turn's other answers, as Koa's are (respond-at-turn-end.ts).
     const send = () => {
       const status = req.socket.destroyed ? 499 : 200;

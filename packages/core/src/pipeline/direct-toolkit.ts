@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import type { GatewayContext, GatewayState } from '../http/context.js';
+import type { CorsPolicy } from '../http/cors.js';
 import type { DirectAnswer } from '../http/direct-answers.js';
 import { answerError } from '../http/error-envelope.js';
 import { giveRequestId } from '../http/request-id.js';
@@ -12,8 +13,8 @@ export interface DirectToolkitOptions {
   app: Koa<GatewayState>;
   services: PipelineServices;
   record: RequestRecorder;
-  /** server.cors.origins: with a list, answers vary by Origin; a request that has one is Koa's (cors.ts). */
-  corsOrigins: readonly string[];
+  /** A request with an Origin while CORS is on is left to the stack (cors.ts). */
+  cors: CorsPolicy;
 }
 
 /**
@@ -24,11 +25,10 @@ export interface DirectToolkitOptions {
  * a third of a proxied request's instructions in Node (docs/performance.md). A request with an Origin
  * while CORS is on, or a path that is no toolkit address, is left to the stack.
  */
-export function directToolkit({ app, services, record, corsOrigins }: DirectToolkitOptions): DirectAnswer {
+export function directToolkit({ app, services, record, cors }: DirectToolkitOptions): DirectAnswer {
   const prefix = toolkitPrefix(services);
   const baseUrl = services.config.server.base_url;
   const request = toolkitRequest(services);
-  const varyByOrigin = corsOrigins.length > 0 && !corsOrigins.includes('*');
   const fail = (ctx: GatewayContext, thrown: unknown) => answerError(services.log, ctx, thrown);
   const answer = (ctx: GatewayContext) => {
     try {
@@ -40,7 +40,7 @@ export function directToolkit({ app, services, record, corsOrigins }: DirectTool
   };
   return (req, res) => {
     const url = req.url!;
-    if (!url.startsWith(prefix) || (corsOrigins.length > 0 && req.headers.origin !== undefined)) return false;
+    if (!url.startsWith(prefix) || (cors.on && req.headers.origin !== undefined)) return false;
     const query = url.indexOf('?');
     const address = toolkitAddress(query === -1 ? url : url.slice(0, query), prefix);
     if (!address) return false;
@@ -48,7 +48,7 @@ export function directToolkit({ app, services, record, corsOrigins }: DirectTool
     res.statusCode = 404;
     watchRequest(ctx, record, baseUrl);
     giveRequestId(ctx);
-    if (varyByOrigin) ctx.vary('Origin');
+    if (cors.variesByOrigin) ctx.vary('Origin');
     ctx.state.address = address;
     let running: void | Promise<void> = undefined;
     try {
