@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
 import { passwordOf } from '../support/fixtures.js';
 import { call, toolkitClient } from '../support/http.js';
+import { rawRequest } from '../support/raw-http.js';
 import { eventually, scrape, valueOf } from '../support/ops.js';
 import { withGateway } from '../support/suite.js';
 import { echoEndpoint, pluginsWithTestFunctions, toolkitDir, writeToolkit } from '../support/toolkit-files.js';
@@ -93,6 +94,19 @@ for (const dialect of dialects) {
 
       const output = s.gateway.output();
       for (const secret of [token, 'query-secret-value', 'body-secret-value', passwordOf('mia')]) expect(output).not.to.include(secret);
+    });
+
+    it('writes a path that needs escaping as valid JSON, in the envelope and in the access line', async () => {
+      // The access line quotes plain ASCII as it is and escapes the rest (json-string.ts).
+      const token = await s.login('mia');
+      // Node's parser takes `"` and `\` in a path as they are (and refuses bytes past ASCII).
+      const path = '/api/tk/app/shop/"quoted"\\back';
+      const reply = await rawRequest(s.gateway.port, `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`);
+      expect(reply.status).to.equal(404);
+      const body = JSON.parse(reply.body);
+      expect(body).to.deep.include({ success: false, endpoint: path });
+      const line = await eventually('the access line', () => requestLines().find((entry) => entry.request_id === body.request_id));
+      expect(line).to.deep.include({ path, status: 404, method: 'GET' });
     });
 
     it('keeps route labels to templates: 1,000 distinct URLs add at most the label "other"', async () => {

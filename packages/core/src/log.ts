@@ -3,17 +3,28 @@
  * Secrets never go through here: callers log token hashes' prefixes at most, never tokens.
  */
 import { writeSync } from 'node:fs';
+import { jsonString } from './json/json-string.js';
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
 const rank: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 };
 
 export type LogFields = Record<string, unknown>;
 
+/**
+ * A line's fields written as JSON members already (`"status":200,"path":"/x"`), for the one line written per
+ * request, whose shape is fixed (the access line, ops/request-log.ts): JSON.stringify of its object cost
+ * about 1.5 µs, four times the text built by hand. The text must be valid members, none named time,
+ * level, msg or err.
+ */
+export class JsonMembers {
+  constructor(readonly text: string) {}
+}
+
 export interface Logger {
-  error(msg: string, fields?: LogFields): void;
-  warn(msg: string, fields?: LogFields): void;
-  info(msg: string, fields?: LogFields): void;
-  debug(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields | JsonMembers): void;
+  warn(msg: string, fields?: LogFields | JsonMembers): void;
+  info(msg: string, fields?: LogFields | JsonMembers): void;
+  debug(msg: string, fields?: LogFields | JsonMembers): void;
 }
 
 export type LogSink = (line: string) => void;
@@ -64,9 +75,13 @@ export function createLogger(level: LogLevel = 'info', sink: LogSink = writeStdo
     }
     return stamp;
   };
-  const emit = (at: LogLevel) => (msg: string, fields?: LogFields) => {
+  const emit = (at: LogLevel) => (msg: string, fields?: LogFields | JsonMembers) => {
     if (rank[at] > rank[level]) return;
-    // The usual line (an access line) is its fields' JSON after the three of its own, with no copy of them.
+    if (fields instanceof JsonMembers) {
+      sink(`{"time":"${now()}","level":"${at}","msg":${jsonString(msg)}${fields.text ? `,${fields.text}` : ''}}`);
+      return;
+    }
+    // A usual line is its fields' JSON after the three of its own, with no copy of them.
     const own = fields === undefined ? '{}' : OWN_FIELDS.some((name) => Object.hasOwn(fields, name)) ? '' : JSON.stringify(fields);
     if (own.startsWith('{')) {
       sink(`{"time":"${now()}","level":"${at}","msg":${JSON.stringify(msg)}${own.length > 2 ? `,${own.slice(1)}` : '}'}`);
@@ -81,6 +96,9 @@ export function createLogger(level: LogLevel = 'info', sink: LogSink = writeStdo
 
 /** A logger whose lines all carry `fields` (a line's own fields win); scopes nest. */
 export function scopedLogger(log: Logger, fields: LogFields): Logger {
-  const at = (emit: Logger['info']) => (msg: string, own?: LogFields) => emit(msg, own ? { ...fields, ...own } : fields);
+  let members: string | undefined;
+  const withScope = (own: JsonMembers) => new JsonMembers([(members ??= JSON.stringify(fields).slice(1, -1)), own.text].filter(Boolean).join(','));
+  const at = (emit: Logger['info']) => (msg: string, own?: LogFields | JsonMembers) =>
+    emit(msg, own instanceof JsonMembers ? withScope(own) : own ? { ...fields, ...own } : fields);
   return { error: at(log.error), warn: at(log.warn), info: at(log.info), debug: at(log.debug) };
 }

@@ -1,3 +1,4 @@
+import { jsonString } from '../json/json-string.js';
 import { isJsonText } from '../json/json-text.js';
 import type { GatewayContext } from './context.js';
 
@@ -17,5 +18,5 @@ export function sendData(ctx: GatewayContext, data: unknown, status = 200): void
 
 /** The success envelope as text, around data that is JSON text already (checked, or made by us). */
 export function successText(requestId: string, endpoint: string, dataText: string): string {
-  return `{"success":true,"request_id":${JSON.stringify(requestId)},"endpoint":${JSON.stringify(endpoint)},"data":${dataText}}`;
+  return `{"success":true,"request_id":${jsonString(requestId)},"endpoint":${jsonString(endpoint)},"data":${dataText}}`;
 }
