@@ -1,9 +1,11 @@
-// node scripts/bench/instructions.js <status|items|json|tiny|file> [--requests N] [--compare DIR] [--env K=V ...]:
+// node scripts/bench/instructions.js <status|items|json|tiny|file> [--requests N] [--clients C] [--compare DIR] [--env K=V ...]:
 // the gateway's CPU instructions per request, counted by valgrind's callgrind (user space: the kernel's
 // share, the system calls, is not counted). Unlike requests/s and CPU time, the count hardly moves with
 // whatever else the machine does, so two builds (--compare: another checkout, e.g. a worktree of the old
 // commit) or two settings (--env) can be compared on a busy 2-core machine. Instrumentation is switched on
-// after a warm-up, for N requests sent by 8 keep-alive clients. Needs valgrind (Debian's package).
+// after a warm-up, for N requests sent by 8 keep-alive clients (--clients C). Needs valgrind (Debian's package).
+// With --clients 1 every request has an event-loop turn of its own: the count then repeats within ~2%
+// (with 8, how many answers share a turn varies with timing, and the count by ±5%): use it to compare builds.
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -24,17 +26,18 @@ const ROUTES = {
 const args = process.argv.slice(2);
 const scenario = args[0];
 if (!(scenario in ROUTES)) {
-  process.stderr.write(`usage: node scripts/bench/instructions.js <${Object.keys(ROUTES).join('|')}> [--requests N] [--compare DIR] [--env K=V ...]\n`);
+  process.stderr.write(`usage: node scripts/bench/instructions.js <${Object.keys(ROUTES).join('|')}> [--requests N] [--clients C] [--compare DIR] [--env K=V ...]\n`);
   process.exit(2);
 }
 const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const requests = Number(option('--requests') ?? 3000);
+const clients = Number(option('--clients') ?? 8);
 const env = Object.fromEntries(args.flatMap((arg, i) => (args[i - 1] === '--env' ? [arg.split('=')] : [])));
 const builds = [path.resolve(here, '../..'), ...(option('--compare') ? [path.resolve(option('--compare'))] : [])];
 
-/** `count` requests over 8 keep-alive connections; resolves when all are answered (any status but 5xx). */
+/** `count` requests over `clients` keep-alive connections; resolves when all are answered (any status but 5xx). */
 function load(base, token, count) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
   const { path: route, body } = ROUTES[scenario];
   const url = new URL(`${base}${route}`);
   let sent = 0;
@@ -54,7 +57,7 @@ function load(base, token, count) {
       await one();
     }
   };
-  return Promise.all(Array.from({ length: 8 }, client)).finally(() => agent.destroy());
+  return Promise.all(Array.from({ length: clients }, client)).finally(() => agent.destroy());
 }
 
 async function measure(root) {

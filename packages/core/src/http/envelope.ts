@@ -9,7 +9,8 @@ import type { GatewayContext } from './context.js';
 export function sendData(ctx: GatewayContext, data: unknown, status = 200): void {
   ctx.status = status;
   if (isJsonText(data)) {
-    ctx.set('Content-Type', 'application/json; charset=utf-8');
+    // Straight to Node, as Koa's ctx.set would, without its delegate: this runs for every JSON answer.
+    if (!ctx.res.headersSent) ctx.res.setHeader('Content-Type', 'application/json; charset=utf-8');
     ctx.body = successText(ctx.state.requestId, ctx.path, data.text);
     return;
   }

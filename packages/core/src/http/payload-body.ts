@@ -27,10 +27,14 @@ function readerFor(limit: number): GatewayMiddleware {
   return reader;
 }
 
-/** Content-Length is digits only (Node's HTTP parser refuses anything else); Number() is exact up to 2^53. */
-const declaredLength = (ctx: GatewayContext): number => Number(ctx.get('content-length') || 0);
+/** A request header as Koa's ctx.get gives it ('' when absent), read from Node's headers without Koa's delegate. */
+const headerOf = (ctx: GatewayContext, name: 'content-length' | 'transfer-encoding' | 'content-type' | 'content-encoding'): string =>
+  ctx.req.headers[name] ?? '';
 
-const hasBody = (ctx: GatewayContext): boolean => declaredLength(ctx) > 0 || ctx.get('transfer-encoding') !== '';
+/** Content-Length is digits only (Node's HTTP parser refuses anything else); Number() is exact up to 2^53. */
+const declaredLength = (ctx: GatewayContext): number => Number(headerOf(ctx, 'content-length') || 0);
+
+const hasBody = (ctx: GatewayContext): boolean => declaredLength(ctx) > 0 || headerOf(ctx, 'transfer-encoding') !== '';
 
 export interface BodyLimits {
   /** The endpoint's client_filter.max_body_bytes: past it, 400 invalid_payload. */
@@ -47,7 +51,7 @@ export interface BodyLimits {
 export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): Promise<{ body: unknown; form: boolean }> {
   if (!hasBody(ctx)) return { body: Object.create(null), form: false };
   // The usual header, exactly, needs no parsing (type-is parsed it twice per request).
-  const plainJson = ctx.get('content-type') === 'application/json' && limits.allowedContentTypes.includes('application/json');
+  const plainJson = headerOf(ctx, 'content-type') === 'application/json' && limits.allowedContentTypes.includes('application/json');
   const matched = plainJson ? 'application/json' : ctx.is(...limits.allowedContentTypes);
   if (!matched) {
     throw invalidPayload([
@@ -82,8 +86,8 @@ async function readWithKoaBody(ctx: GatewayContext, limit: number): Promise<stri
 
 /** A body of a declared length (within the limit, checked before) that is not compressed. */
 const isPlainDeclared = (ctx: GatewayContext): boolean => {
-  const encoding = ctx.get('content-encoding');
-  return declaredLength(ctx) > 0 && ctx.get('transfer-encoding') === '' && (encoding === '' || encoding.toLowerCase() === 'identity');
+  const encoding = headerOf(ctx, 'content-encoding');
+  return declaredLength(ctx) > 0 && headerOf(ctx, 'transfer-encoding') === '' && (encoding === '' || encoding.toLowerCase() === 'identity');
 };
 
 /**
