@@ -26,7 +26,9 @@ const ROUTES = {
 const args = process.argv.slice(2);
 const scenario = args[0];
 if (!(scenario in ROUTES)) {
-  process.stderr.write(`usage: node scripts/bench/instructions.js <${Object.keys(ROUTES).join('|')}> [--requests N] [--clients C] [--compare DIR] [--env K=V ...]\n`);
+  process.stderr.write(
+    `usage: node scripts/bench/instructions.js <${Object.keys(ROUTES).join('|')}> [--requests N] [--clients C] [--compare DIR] [--env K=V ...]\n`,
+  );
   process.exit(2);
 }
 const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
