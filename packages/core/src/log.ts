@@ -63,6 +63,14 @@ function describeError(err: unknown): unknown {
 /** Field names a line sets itself: a caller's field of the same name replaces it (the slow path below). */
 const OWN_FIELDS = ['time', 'level', 'msg', 'err'];
 
+/** A line's fields as JSON members; undefined when one is named like a field of the line's own (it must win: merged). */
+function membersOf(fields: LogFields | JsonMembers | undefined): string | undefined {
+  if (fields instanceof JsonMembers) return fields.text;
+  if (fields === undefined) return '';
+  if (OWN_FIELDS.some((name) => Object.hasOwn(fields, name))) return undefined;
+  return JSON.stringify(fields).slice(1, -1);
+}
+
 export function createLogger(level: LogLevel = 'info', sink: LogSink = writeStdout): Logger {
   // One ISO timestamp per millisecond: under load many lines share it (an access line per request).
   let stampedAt = -1;
@@ -77,18 +85,15 @@ export function createLogger(level: LogLevel = 'info', sink: LogSink = writeStdo
   };
   const emit = (at: LogLevel) => (msg: string, fields?: LogFields | JsonMembers) => {
     if (rank[at] > rank[level]) return;
-    if (fields instanceof JsonMembers) {
-      sink(`{"time":"${now()}","level":"${at}","msg":${jsonString(msg)}${fields.text ? `,${fields.text}` : ''}}`);
+    // A usual line is its fields as JSON members after the three of its own, with no copy of them.
+    const members = membersOf(fields);
+    if (members !== undefined) {
+      sink(`{"time":"${now()}","level":"${at}","msg":${jsonString(msg)}${members ? `,${members}` : ''}}`);
       return;
     }
-    // A usual line is its fields' JSON after the three of its own, with no copy of them.
-    const own = fields === undefined ? '{}' : OWN_FIELDS.some((name) => Object.hasOwn(fields, name)) ? '' : JSON.stringify(fields);
-    if (own.startsWith('{')) {
-      sink(`{"time":"${now()}","level":"${at}","msg":${JSON.stringify(msg)}${own.length > 2 ? `,${own.slice(1)}` : '}'}`);
-      return;
-    }
-    const record: LogFields = { time: now(), level: at, msg, ...fields };
-    if (fields?.err !== undefined) record.err = describeError(fields.err);
+    const own = fields as LogFields;
+    const record: LogFields = { time: now(), level: at, msg, ...own };
+    if (own.err !== undefined) record.err = describeError(own.err);
     sink(JSON.stringify(record));
   };
   return { error: emit('error'), warn: emit('warn'), info: emit('info'), debug: emit('debug') };
