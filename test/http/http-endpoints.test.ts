@@ -158,6 +158,28 @@ for (const [dialect, transport] of runs) {
       expect(failed.body.error.details).to.deep.equal({ reason: 'status', upstream_status: 503 });
     });
 
+    it('passes concurrent downloads through byte for byte while some clients read slowly (shared read buffers)', async () => {
+      const token = await s.login('xavi');
+      /** One download of /file (random bytes): a slow one pauses after each read, so its buffers stay out a while. */
+      const download = async (path: string, slow: boolean) => {
+        const response = await fetch(`${s.gateway.base}/tk/app/proxy/${path}`, { headers: { authorization: `Bearer ${token}` } });
+        expect(response.status).to.equal(200);
+        const hash = createHash('sha256');
+        const reader = response.body!.getReader();
+        let bytes = 0;
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          bytes += value.length;
+          hash.update(value);
+          if (slow) await sleep(2);
+        }
+        return { bytes, sha256: hash.digest('hex') };
+      };
+      const runs = await Promise.all(Array.from({ length: 12 }, (_, index) => download(index % 3 === 0 ? 'chunked' : 'file', index % 2 === 0)));
+      for (const run of runs) expect(run).to.deep.equal({ bytes: upstream.file.bytes.length, sha256: upstream.file.sha256 });
+    });
+
     it('passes chunked and close-delimited bodies through byte for byte', async () => {
       const token = await s.login('xavi');
       const fetchBytes = async (path: string) => {

@@ -1,3 +1,4 @@
+import { ReadBuffers } from './read-buffers.js';
 import { UpstreamConnection, type ConnectionUser } from './upstream-connection.js';
 
 /**
@@ -13,6 +14,8 @@ const IDLE_MS = 4000;
 export class ConnectionPool {
   private readonly idle = new Map<string, UpstreamConnection[]>();
   private closed = false;
+  /** Body read buffers, shared by all of this pool's connections (read-buffers.ts). */
+  private readonly bodyBuffers = new ReadBuffers();
 
   /** An idle connection to the URL's origin if there is one (`reused`), else a new one. */
   acquire(url: URL): { connection: UpstreamConnection; reused: boolean } {
@@ -21,7 +24,12 @@ export class ConnectionPool {
       connection.socket.ref();
       return { connection, reused: true };
     }
-    return { connection: new UpstreamConnection(url), reused: false };
+    return { connection: this.connect(url), reused: false };
+  }
+
+  /** A new connection, reading into this pool's shared body buffers. */
+  connect(url: URL): UpstreamConnection {
+    return new UpstreamConnection(url, this.bodyBuffers);
   }
 
   /** Keeps a connection whose exchange ended cleanly (its buffers free), or closes it if there is no room. */
@@ -44,6 +52,7 @@ export class ConnectionPool {
       onTimeout: drop,
     };
     connection.user = idleUser;
+    connection.bodyReads = false;
     connection.socket.setTimeout(IDLE_MS);
     connection.socket.unref();
     list.push(connection);

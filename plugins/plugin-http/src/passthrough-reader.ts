@@ -4,7 +4,7 @@ import { chunkDecoder } from './chunk-decoder.js';
 import type { ConnectionPool } from './connection-pool.js';
 import { bareLineFeed, parseHead, type Framing } from './response-head.js';
 import { badResponse, upstreamFailure } from './upstream-failure.js';
-import { UpstreamConnection } from './upstream-connection.js';
+import type { UpstreamConnection } from './upstream-connection.js';
 import type { UpstreamRequest } from './upstream-transport.js';
 
 /**
@@ -37,7 +37,7 @@ export async function passthroughRequest(request: UpstreamRequest, pool: Connect
     return await exchange(request, url, pool, connection, reused);
   } catch (err) {
     if (!(err instanceof StaleConnection)) throw err;
-    return exchange(request, url, pool, new UpstreamConnection(url), false);
+    return exchange(request, url, pool, pool.connect(url), false);
   }
 }
 
@@ -141,6 +141,7 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
         framing = parsed.framing;
         keepAlive = parsed.keepAlive;
         if (framing.kind === 'length') remaining = framing.length;
+        connection.bodyReads = framing.kind !== 'length' || remaining > 0;
         // Body bytes that came with the head wait in their read buffer (no copy) until the body writer starts.
         if (rest.length > 0) pending = { data: rest, done };
         else done();
@@ -201,6 +202,7 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
       } else {
         slices = [data];
       }
+      if (complete) connection.bodyReads = false;
       // Bytes past the end are a second answer nobody asked for: never forwarded, and the connection is not reused.
       if (extra > 0) clean = false;
       write(slices, done, complete);

@@ -1,13 +1,5 @@
 import net from 'node:net';
-
-/**
- * One TCP connection to an http:// upstream that reads into two buffers it owns, alternately: while the
- * bytes of one are still being written to the client, the next read fills the other. No Buffer is
- * allocated per read (V8 collects those late: a first 100 MB download once raised RSS by 47-68 MB), and a
- * buffer is never overwritten while the client side still holds it. The connection outlives an exchange
- * when the pool keeps it (keep-alive); whoever uses it now is its `user`.
- */
-export const READ_BUFFER_BYTES = 128 * 1024;
+import { HEAD_READ_BYTES, type ReadBuffers } from './read-buffers.js';
 
 export interface ConnectionUser {
   /**
@@ -24,16 +16,34 @@ export interface ConnectionUser {
 /** Where net.connect wants an address: an IPv6 literal without the brackets of its URL form. */
 const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
 
+/**
+ * One TCP connection to an http:// upstream that reads into buffers it does not allocate per read: an
+ * answer's head into a small buffer of its own, its body into large ones taken from the pool's shared
+ * ReadBuffers and given back once written. While the bytes of one read are still being written to the
+ * client, the next read fills another buffer; reading stops while two are out, and a buffer is never read
+ * into while the client side still holds it. The connection outlives an exchange when the pool keeps it
+ * (keep-alive); whoever uses it now is its `user`.
+ */
 export class UpstreamConnection {
   readonly socket: net.Socket;
   user: ConnectionUser | undefined;
-  private readonly buffers = [Buffer.allocUnsafe(READ_BUFFER_BYTES), Buffer.allocUnsafe(READ_BUFFER_BYTES)];
-  private readonly held = [false, false];
-  /** The buffer the next read fills. */
-  private current = 0;
+  /**
+   * Whether the next reads are of an answer's body (large buffers) or of a head, or of nothing while idle
+   * (the small buffer, so that an idle connection holds no large one). The exchange says which.
+   */
+  bodyReads = false;
+  private readonly headBuffer = Buffer.allocUnsafeSlow(HEAD_READ_BYTES);
+  private headHeld = false;
+  /** Body buffers handed to the user and not yet done with. */
+  private bodyHeld = 0;
+  /** The buffer the next read fills: never one the user still holds. */
+  private installed: Buffer = this.headBuffer;
   private wanted = true;
 
-  constructor(url: URL) {
+  constructor(
+    url: URL,
+    private readonly bodyBuffers: ReadBuffers,
+  ) {
     this.socket = net.connect({
       host: hostOf(url),
       port: Number(url.port || 80),
@@ -48,34 +58,47 @@ export class UpstreamConnection {
     this.socket.on('timeout', () => this.user?.onTimeout());
   }
 
-  /** Asks for data: reading resumes as soon as the buffer the next read fills is free. */
+  /** Asks for data: reading resumes unless two body buffers are still out. */
   read(): void {
     this.wanted = true;
-    if (!this.held[this.current] && !this.socket.destroyed) this.socket.resume();
+    this.resumeIfFree();
+  }
+
+  private resumeIfFree(): void {
+    if (this.wanted && this.bodyHeld < 2 && !this.socket.destroyed) this.socket.resume();
   }
 
   private onRead(bytes: number): boolean {
-    const index = this.current;
-    this.held[index] = true;
-    const data = this.buffers[index]!.subarray(0, bytes);
+    const buffer = this.installed;
+    const isHead = buffer === this.headBuffer;
+    if (isHead) this.headHeld = true;
+    else this.bodyHeld++;
     let released = false;
     const done = () => {
       if (released) return;
       released = true;
-      this.held[index] = false;
-      if (index === this.current && this.wanted && !this.socket.destroyed) this.socket.resume();
+      if (isHead) this.headHeld = false;
+      else {
+        this.bodyHeld--;
+        this.bodyBuffers.give(buffer);
+      }
+      this.resumeIfFree();
     };
     const user = this.user;
-    const more = user ? user.onData(data, done) : false;
+    const more = user ? user.onData(buffer.subarray(0, bytes), done) : false;
     // An exchange that ended within onData may have handed the connection to the pool, which reads on.
     if (!more && this.user === user) this.wanted = false;
-    // Reading goes on only into a free buffer (nextBuffer, called next, picks it).
-    return this.wanted && (!this.held[index] || !this.held[1 - index]);
+    return this.wanted && this.bodyHeld < 2;
   }
 
-  /** net.Socket asks after each read which buffer the next one fills: a free one, the other if it can. */
+  /**
+   * net.Socket asks after each read which buffer the next one fills. A body takes a large one, unless two
+   * are out (reading has stopped: the small one waits in place, so that at most two are held); a head or an
+   * idle connection gets the small one when it is free.
+   */
   private nextBuffer(): Buffer {
-    if (this.held[this.current] && !this.held[1 - this.current]) this.current = 1 - this.current;
-    return this.buffers[this.current]!;
+    const large = this.bodyReads ? this.bodyHeld < 2 || this.headHeld : this.headHeld;
+    this.installed = large ? this.bodyBuffers.take() : this.headBuffer;
+    return this.installed;
   }
 }
