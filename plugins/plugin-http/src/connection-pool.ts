@@ -52,7 +52,6 @@ export class ConnectionPool {
       onTimeout: drop,
     };
     connection.user = idleUser;
-    connection.bodyReads = false;
     connection.socket.setTimeout(IDLE_MS);
     connection.socket.unref();
     list.push(connection);
