@@ -3,58 +3,59 @@ import { authRoutes } from './auth/auth-routes.js';
 import type { AuthServices } from './auth/auth-services.js';
 import { notFound } from './errors.js';
 import type { GatewayMiddleware, GatewayState } from './http/context.js';
-import { cors, corsPolicy } from './http/cors.js';
+import { cors } from './http/cors.js';
 import { errorEnvelope } from './http/error-envelope.js';
 import { assignRequestId } from './http/request-id.js';
 import { respondAtTurnEnd } from './http/respond-at-turn-end.js';
+import { gatewayRouter, type RouteContribution } from './http/routes.js';
+import type { MiddlewareAt } from './http/stage.js';
 import { openApiRoutes } from './openapi/openapi-route.js';
 import { healthRoutes, type ReadinessState } from './ops/health.js';
-import { requestLog, requestRecorder, type RequestLogOptions } from './ops/request-log.js';
-import { directStatus } from './auth/direct-status.js';
-import type { DirectAnswer } from './http/direct-answers.js';
-import { directToolkit } from './pipeline/direct-toolkit.js';
-import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-pipeline.js';
+import { requestLog } from './ops/request-log.js';
+import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-routes.js';
+import type { PluginMiddlewareSet } from './plugins/plugin-middleware.js';
 
-export type AppServices = AuthServices & PipelineServices & { readiness: ReadinessState };
+export type AppServices = AuthServices &
+  PipelineServices & {
+    readiness: ReadinessState;
+    /** Middleware plugins put at named points (plugins/plugin-middleware.ts); none when absent. */
+    pluginMiddleware?: PluginMiddlewareSet;
+    /** Routes of other domains, added after the core's (OIDC, API keys, admin). */
+    routes?: readonly RouteContribution[];
+  };
 
-const noSuchRoute: GatewayMiddleware = async () => {
+const noSuchRoute: GatewayMiddleware = () => {
   throw notFound('not_found', 'no such route');
 };
 
 /**
- * The Koa app: the access log and request metrics around everything, responses batched per turn,
- * request id, CORS (when configured), /healthz and /readyz, the error envelope, then the routes.
+ * The Koa app: every request goes through this one stack, in this order. The access log and request
+ * metrics around everything, responses batched per turn, the request id, CORS (when configured), the error
+ * envelope, plugins' `request` middleware, then the one router (http/routes.ts) with each domain's routes,
+ * and 404 for any other path. A toolkit request's nine steps are its route's middleware
+ * (pipeline/toolkit-pipeline.ts). docs/architecture.md draws it.
  */
 export function createApp(services: AppServices): Koa<GatewayState> {
   const { config, log } = services;
+  const at: MiddlewareAt = (point) => (services.pluginMiddleware?.at(point) ?? []) as readonly GatewayMiddleware[];
   const app = new Koa<GatewayState>();
   app.proxy = false;
   app.silent = true;
-  app.use(requestLog(requestLogOptions(services)));
+  app.use(requestLog({ log, metrics: services.metrics, access: config.log.access, trustProxy: config.server.trust_proxy }));
   app.use(respondAtTurnEnd);
   app.use(assignRequestId);
   const corsHeaders = cors(config.server.cors.origins);
   if (corsHeaders) app.use(corsHeaders);
-  app.use(healthRoutes(services.db, services.readiness, log));
   app.use(errorEnvelope(log));
-  app.use(toolkitRoutes(services));
-  app.use(authRoutes(services));
-  app.use(openApiRoutes(services).routes());
+  for (const middleware of at('request')) app.use(middleware);
+  const contributions = [
+    healthRoutes(services.db, services.readiness, log),
+    authRoutes(services),
+    openApiRoutes(services),
+    toolkitRoutes(services, at),
+    ...(services.routes ?? []),
+  ];
+  app.use(gatewayRouter(config.server.base_url, contributions));
   app.use(noSuchRoute);
   return app;
-}
-
-/**
- * The answers given before Koa's stack sees a request (http/direct-answers.ts): a status call with a cached
- * session, and toolkit requests (the same steps, on a Koa context of their own).
- */
-export function createDirectAnswers(services: AppServices, app: Koa<GatewayState>): DirectAnswer[] {
-  const { config, sessions } = services;
-  const record = requestRecorder(requestLogOptions(services));
-  const cors = corsPolicy(config.server.cors.origins);
-  return [directStatus({ baseUrl: config.server.base_url, sessions, record, cors }), directToolkit({ app, services, record, cors })];
-}
-
-function requestLogOptions({ config, log, metrics }: AppServices): RequestLogOptions {
-  return { log, metrics, access: config.log.access, trustProxy: config.server.trust_proxy, baseUrl: config.server.base_url };
 }

@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApp, createDirectAnswers } from './app.js';
-import { withDirectAnswers } from './http/direct-answers.js';
+import { createApp } from './app.js';
 import { LoginLimiter } from './auth/login-limiter.js';
 import { ConfigError, type ServerConfig } from './config/server-config.js';
 import { openDatabase, type Database } from './db/connect.js';
@@ -167,11 +166,9 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     cleanups.push(() => clearInterval(housekeeping));
 
     const users = new UserDirectory(db, reads);
-    const services = { config, db, reads, sessions, users, limiter, registry: toolkits, log, metrics, readiness };
-    const app = createApp(services);
-    // TKGATE_DIRECT_ANSWERS=off: every request through Koa (to rule the direct answers out, or to compare).
-    const direct = process.env.TKGATE_DIRECT_ANSWERS === 'off' ? [] : createDirectAnswers(services, app);
-    const server = createServer(withDirectAnswers(app.callback(), direct));
+    const pluginMiddleware = plugins.middleware;
+    const app = createApp({ config, db, reads, sessions, users, limiter, registry: toolkits, log, metrics, readiness, pluginMiddleware });
+    const server = createServer(app.callback());
     await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));
     checkpoint();

@@ -56,7 +56,10 @@ export type {
   FunctionCall,
   PreparedRead,
   BodyWriter,
+  MiddlewarePoint,
+  PluginMiddleware,
 } from './plugins/plugin-api.js';
+export { MIDDLEWARE_POINTS } from './plugins/plugin-middleware.js';
 export type { ResponseDescription, JsonSchema } from './plugins/response-description.js';
 export { DatabaseSchema, unreadable, CORE_TABLES } from './toolkits/database-schema.js';
 export { NOT_CONVERTIBLE } from './toolkits/column-types.js';

@@ -1,6 +1,6 @@
-import type { GatewayMiddleware } from '../http/context.js';
 import { readJsonObjectBody } from '../http/json-body.js';
-import { routeTable } from '../http/route-table.js';
+import type { RouteContribution } from '../http/routes.js';
+import { StageList } from '../http/stage.js';
 import type { AuthServices } from './auth-services.js';
 import { authenticate } from './authenticate.js';
 import { clearSessions, requireAdminPower } from './clear-sessions.js';
@@ -8,15 +8,18 @@ import { login } from './login.js';
 import { logout } from './logout.js';
 import { status } from './status.js';
 
-/** The four endpoints under {base}/auth/, each a list of steps. Any other method on these paths is 405. */
-export function authRoutes(services: AuthServices): GatewayMiddleware {
+/** The four endpoints under {base}/auth/, each a chain of Koa middleware. Any other method on these paths is 405. */
+export function authRoutes(services: AuthServices): RouteContribution {
   const { config, sessions } = services;
   const body = readJsonObjectBody(config.server.max_body_bytes);
   const authenticated = authenticate(sessions, { countsAsUse: true });
-  return routeTable(config.server.base_url, [
-    { method: 'POST', path: '/auth/login', steps: [body, login(services)] },
-    { method: 'POST', path: '/auth/logout', steps: [authenticated, logout(services)] },
-    { method: 'GET', path: '/auth/status', steps: [authenticate(sessions, { countsAsUse: false }), status()] },
-    { method: 'POST', path: '/auth/clear-sessions', steps: [authenticated, requireAdminPower(services), body, clearSessions(services)] },
-  ]);
+  const chain = () => StageList.start();
+  // prettier-ignore
+  return ({ base, add }) => {
+    add('POST', `${base}/auth/login`, 'auth/login', ...chain().then('body', body).then('login', login(services)).middleware);
+    add('POST', `${base}/auth/logout`, 'auth/logout', ...chain().then('authenticate', authenticated).then('logout', logout(services)).middleware);
+    add('GET', `${base}/auth/status`, 'auth/status', ...chain().then('authenticate', authenticate(sessions, { countsAsUse: false })).then('status', status()).middleware);
+    add('POST', `${base}/auth/clear-sessions`, 'auth/clear-sessions',
+      ...chain().then('authenticate', authenticated).then('admin', requireAdminPower(services)).then('body', body).then('clear', clearSessions(services)).middleware);
+  };
 }

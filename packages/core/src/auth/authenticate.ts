@@ -1,9 +1,18 @@
 import { unauthorized } from '../errors.js';
-import type { GatewayContext } from '../http/context.js';
-import type { PipelineStep } from '../pipeline/pipeline-step.js';
+import type { GatewayContext, GatewayState } from '../http/context.js';
+import type { Stage } from '../http/stage.js';
+import type { Session } from '../sessions/session.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { SessionRead } from '../sessions/session-table.js';
 import { hashToken, looksLikeToken } from '../sessions/token.js';
+import type { CallerRecord } from '../users/user-directory.js';
+
+/** What authentication adds to a request's state. */
+export interface Authenticated {
+  session: Session;
+  caller: CallerRecord;
+}
+export type AuthenticatedState = GatewayState & Authenticated;
 
 export interface AuthenticateOptions {
   /** Whether this request keeps the session alive (everything but `status`). */
@@ -28,18 +37,26 @@ export function admits(read: SessionRead | undefined): read is SessionRead {
  * database (or this process's cache of it, see SessionStore, answered without waiting): a disabled user,
  * or one whose sessions were revoked (password change, CLI clear) after this session began, is 401.
  */
-export function authenticate(sessions: SessionStore, options: AuthenticateOptions): PipelineStep {
+export function authenticate(sessions: SessionStore, options: AuthenticateOptions): Stage<GatewayState, Authenticated> {
   const admit = (ctx: GatewayContext, read: SessionRead | undefined): void => {
     if (!admits(read)) throw unauthorized();
     if (options.countsAsUse) sessions.touch(read);
-    ctx.state.session = read.session;
-    ctx.state.caller = read.caller;
+    const state = ctx.state as AuthenticatedState;
+    state.session = read.session;
+    state.caller = read.caller;
   };
-  return (ctx) => {
+  // Not async: a cached session goes on at once, without a promise of its own.
+  return (ctx, next) => {
     const tokenHash = bearerTokenHash(ctx.req.headers.authorization);
     if (!tokenHash) throw unauthorized();
     const cached = sessions.cached(tokenHash);
-    if (cached) return admit(ctx, cached);
-    return sessions.find(tokenHash).then((read) => admit(ctx, read));
+    if (cached) {
+      admit(ctx, cached);
+      return next();
+    }
+    return sessions.find(tokenHash).then((read) => {
+      admit(ctx, read);
+      return next();
+    });
   };
 }

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { describeDatabaseError, unavailableWhenRefused } from '../db/database-errors.js';
 import { GatewayError, rateLimited } from '../errors.js';
-import type { PipelineStep } from '../pipeline/pipeline-step.js';
+import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { clientAddress } from '../http/client-address.js';
 import { sendData } from '../http/envelope.js';
 import type { Logger } from '../log.js';
@@ -35,7 +35,7 @@ function busyReporter(log: Logger): () => void {
 const RESULT_OF_REFUSAL: Record<string, LoginResult> = { invalid_credentials: 'invalid', rate_limited: 'rate_limited', busy: 'busy' };
 
 /** POST {base}/auth/login, counted by result. */
-export function login(services: AuthServices): PipelineStep {
+export function login(services: AuthServices): GatewayMiddleware {
   const attempt = loginAttempt(services);
   return async (ctx) => {
     try {
@@ -50,7 +50,7 @@ export function login(services: AuthServices): PipelineStep {
 }
 
 /** Unknown user, wrong password and disabled user cost the same and answer the same. */
-function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): PipelineStep {
+function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): (ctx: GatewayContext) => Promise<void> {
   const reportBusy = busyReporter(log);
   return async (ctx) => {
     const body = ctx.request.body as Record<string, unknown>;

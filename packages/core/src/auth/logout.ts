@@ -1,11 +1,12 @@
 import { sendData } from '../http/envelope.js';
-import type { PipelineStep } from '../pipeline/pipeline-step.js';
+import type { Stage } from '../http/stage.js';
+import type { AuthenticatedState } from './authenticate.js';
 import type { AuthServices } from './auth-services.js';
 
 /** POST {base}/auth/logout: ends the calling session, durably, before answering. */
-export function logout({ sessions }: AuthServices): PipelineStep {
+export function logout({ sessions }: AuthServices): Stage<AuthenticatedState> {
   return async (ctx) => {
-    await sessions.end(ctx.state.session!);
+    await sessions.end(ctx.state.session);
     sendData(ctx, { logged_out: true });
   };
 }

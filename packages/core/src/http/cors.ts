@@ -13,18 +13,6 @@ const PREFLIGHT_HEADERS = {
  */
 const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Content-Disposition';
 
-/** What `server.cors.origins` means for every answer, whoever gives it (this middleware or a direct answer). */
-export interface CorsPolicy {
-  /** A listed origin's request needs CORS headers: answers outside the stack leave requests with an Origin to it. */
-  on: boolean;
-  /** With a list (not `*`), every answer carries `Vary: Origin`. */
-  variesByOrigin: boolean;
-}
-
-export function corsPolicy(origins: readonly string[]): CorsPolicy {
-  return { on: origins.length > 0, variesByOrigin: origins.length > 0 && !origins.includes('*') };
-}
-
 /**
  * CORS for `server.cors.origins` (SPEC section 10): undefined when the list is empty, so the gateway does
  * no CORS work at all. A listed origin's preflight is answered here, before authentication and routing;
@@ -34,13 +22,12 @@ export function corsPolicy(origins: readonly string[]): CorsPolicy {
  * `["*"]` is answered with a literal `*`.
  */
 export function cors(origins: readonly string[]): GatewayMiddleware | undefined {
-  const policy = corsPolicy(origins);
-  if (!policy.on) return undefined;
+  if (origins.length === 0) return undefined;
   const anyOrigin = origins.includes('*');
   const listed = new Set(origins);
   return async (ctx, next) => {
     // With a list, the answer depends on the Origin header: shared caches must keep them apart.
-    if (policy.variesByOrigin) ctx.vary('Origin');
+    if (!anyOrigin) ctx.vary('Origin');
     const origin = ctx.get('origin');
     if (origin === '' || !(anyOrigin || listed.has(origin))) return next();
     ctx.set('Access-Control-Allow-Origin', anyOrigin ? '*' : origin);

@@ -1,12 +1,10 @@
-import Router from '@koa/router';
-import { authenticate } from '../auth/authenticate.js';
+import { authenticate, type AuthenticatedState } from '../auth/authenticate.js';
 import type { ServerConfig } from '../config/server-config.js';
-import { methodNotAllowed } from '../errors.js';
-import type { GatewayState } from '../http/context.js';
+import type { RouteContribution } from '../http/routes.js';
+import { StageList, type Stage } from '../http/stage.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ToolkitRegistry, ToolkitSnapshot } from '../toolkits/toolkit-registry.js';
 import type { UserDirectory } from '../users/user-directory.js';
-import { stepAsMiddleware } from '../pipeline/pipeline-step.js';
 import { openApiDocument } from './openapi-document.js';
 
 export interface OpenApiServices {
@@ -52,15 +50,14 @@ function thresholdsOf(snapshot: ToolkitSnapshot): number[] {
 }
 
 /** GET {base}/openapi.json: the description for the caller, from the live snapshot (it follows reloads). */
-export function openApiRoutes(services: OpenApiServices): Router<GatewayState> {
-  const router = new Router<GatewayState>({ prefix: services.config.server.base_url });
+export function openApiRoutes(services: OpenApiServices): RouteContribution {
   const cache = new DocumentCache(services.config);
-  router.get('/openapi.json', stepAsMiddleware(authenticate(services.sessions, { countsAsUse: true })), async (ctx) => {
-    ctx.body = cache.documentFor(services.registry.snapshot, ctx.state.caller!.power);
+  const document: Stage<AuthenticatedState> = (ctx) => {
+    ctx.body = cache.documentFor(services.registry.snapshot, ctx.state.caller.power);
     ctx.type = 'application/json';
-  });
-  router.all('/openapi.json', async () => {
-    throw methodNotAllowed(['GET']);
-  });
-  return router;
+  };
+  const chain = StageList.start()
+    .then('authenticate', authenticate(services.sessions, { countsAsUse: true }))
+    .then('document', document);
+  return ({ base, add }) => add('GET', `${base}/openapi.json`, 'openapi.json', ...chain.middleware);
 }

@@ -3,7 +3,8 @@
  * /healthz answers while the process serves; /readyz says whether this instance should get traffic.
  */
 import type { Database } from '../db/connect.js';
-import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
+import type { GatewayContext } from '../http/context.js';
+import type { RouteContribution } from '../http/routes.js';
 import type { Logger } from '../log.js';
 
 /** What readiness depends on beyond the database; the gateway updates it as it starts and stops. */
@@ -50,15 +51,12 @@ function answer(ctx: GatewayContext, status: number, body: Record<string, unknow
   ctx.body = body;
 }
 
-export function healthRoutes(db: Database, state: ReadinessState, log: Logger): GatewayMiddleware {
+/** /healthz and /readyz, at the root whatever server.base_url is. */
+export function healthRoutes(db: Database, state: ReadinessState, log: Logger): RouteContribution {
   const ready = readiness(databaseCheck(db, log), state);
-  // Not async: every request passes here, and most only pass.
-  return (ctx, next) => {
-    if (ctx.path !== '/healthz' && ctx.path !== '/readyz') return next();
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
-    ctx.state.route = ctx.path.slice(1);
-    if (ctx.path === '/healthz') return answer(ctx, 200, { status: 'ok' });
-    return ready(ctx);
+  return ({ add }) => {
+    add('GET', '/healthz', 'healthz', (ctx) => answer(ctx, 200, { status: 'ok' }));
+    add('GET', '/readyz', 'readyz', ready);
   };
 }
 

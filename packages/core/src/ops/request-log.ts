@@ -5,6 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { clientAddress } from '../http/client-address.js';
+import { routeName } from '../http/routes.js';
 import { jsonString } from '../json/json-string.js';
 import { JsonMembers, type Logger } from '../log.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -14,10 +15,9 @@ export interface RequestLogOptions {
   access: boolean;
   metrics: GatewayMetrics;
   trustProxy: boolean;
-  baseUrl: string;
 }
 
-/** What is known of a finished request, whoever answered it (Koa's stack or a direct answer). */
+/** What is known of a finished request. */
 export interface FinishedRequest {
   req: IncomingMessage;
   path: string;
@@ -59,15 +59,12 @@ function milliseconds(seconds: number): string {
 }
 
 /**
- * The route's template: set by the route itself (`tk/app/notes/list`, `healthz`), else the matched fixed
- * route without the base URL (`auth/login`, `openapi.json`), else `other` (a route with parameters that
- * named nothing live, or no route): a set bounded by the configuration, whatever the URLs.
+ * The route's template: set by the route itself (`tk/app/notes/list`), else the name the router matched
+ * (`auth/login`, `healthz`, `openapi.json`: http/routes.ts), else `other` (a pattern route that named
+ * nothing live, or no route): a set bounded by the configuration, whatever the URLs.
  */
-function routeOf(ctx: GatewayContext, baseUrl: string): string {
-  if (ctx.state.route) return ctx.state.route;
-  const matched = (ctx as { _matchedRoute?: unknown })._matchedRoute;
-  if (typeof matched === 'string' && matched.startsWith(`${baseUrl}/`) && !/[:*{(]/.test(matched)) return matched.slice(baseUrl.length + 1);
-  return 'other';
+function routeOf(ctx: GatewayContext): string {
+  return ctx.state.route ?? routeName(ctx as { routerName?: string }) ?? 'other';
 }
 
 /** Body bytes: the Content-Length sent, else (a stream without one) what the socket wrote for this response. */
@@ -78,14 +75,14 @@ function bytesSent(ctx: GatewayContext, socketBytesAtStart: number): number {
 }
 
 /** Records the request once its response has closed (the access line and the metrics). */
-export function watchRequest(ctx: GatewayContext, record: RequestRecorder, baseUrl: string): void {
+export function watchRequest(ctx: GatewayContext, record: RequestRecorder): void {
   const started = process.hrtime.bigint();
   const socketBytesAtStart = ctx.req.socket?.bytesWritten ?? 0;
   ctx.res.once('close', () => {
     record({
       req: ctx.req,
       path: ctx.path,
-      route: routeOf(ctx, baseUrl),
+      route: routeOf(ctx),
       // A response cut before it was complete is logged with its status as sent, like nginx's 499 cases.
       status: ctx.res.headersSent ? ctx.res.statusCode : 499,
       seconds: Number(process.hrtime.bigint() - started) / 1e9,
@@ -101,7 +98,7 @@ export function requestLog(options: RequestLogOptions): GatewayMiddleware {
   const record = requestRecorder(options);
   // Not async: it only listens for the end of the response.
   return (ctx, next) => {
-    watchRequest(ctx, record, options.baseUrl);
+    watchRequest(ctx, record);
     return next();
   };
 }

@@ -3,7 +3,9 @@ import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import { GatewayError, invalidPayload } from '../errors.js';
 import { NOT_CONVERTIBLE } from '../toolkits/column-types.js';
 import type { DbContextEntry } from '../toolkits/db-context-entries.js';
-import type { PipelineStep } from './pipeline-step.js';
+import type { AuthenticatedState } from '../auth/authenticate.js';
+import type { Stage } from '../http/stage.js';
+import type { DbContextRead, EndpointFound, PayloadFiltered } from './pipeline-state.js';
 
 /** Most rows a filtered inject_db_context entry returns. */
 export const MAX_FILTERED_ROWS = 1000;
@@ -14,7 +16,7 @@ export const MAX_FILTERED_ROWS = 1000;
  * to the filter column's type first. A failing query is 500 db_context_failed; a $payload field that is
  * absent, not a single value or not convertible to the column's type is 400.
  */
-export function dbContextStep(db: Database, reads: PreparedReads): PipelineStep {
+export function dbContextStep(db: Database, reads: PreparedReads): Stage<AuthenticatedState & EndpointFound & PayloadFiltered, DbContextRead> {
   /** Each entry's query, prepared on first use; a reload makes new entries, so old ones just go. */
   const prepared = new WeakMap<DbContextEntry, PreparedRead>();
   const queryOf = (entry: DbContextEntry) => {
@@ -22,13 +24,14 @@ export function dbContextStep(db: Database, reads: PreparedReads): PipelineStep 
     if (!read) prepared.set(entry, (read = prepareEntry(db, reads, entry)));
     return read;
   };
-  return (ctx) => {
-    const { dbContext: entries } = ctx.state.endpoint!;
+  return (ctx, next) => {
+    const { dbContext: entries } = ctx.state.endpoint;
     const dbContext: Record<string, unknown> = {};
-    ctx.state.dbContext = dbContext;
-    if (entries.length === 0) return;
-    const callerId = ctx.state.caller!.id;
-    const params = entries.map((entry) => [entry.filter ? filterValue(entry, ctx.state.payload!) : callerId]);
+    (ctx.state as typeof ctx.state & DbContextRead).dbContext = dbContext;
+    if (entries.length === 0) return next();
+    const callerId = ctx.state.caller.id;
+    const payload = ctx.state.payload;
+    const params = entries.map((entry) => [entry.filter ? filterValue(entry, payload) : callerId]);
     const failed = (err: unknown) => new GatewayError(500, 'db_context_failed', 'the database context could not be fetched', { cause: err });
     let reads;
     try {
@@ -40,10 +43,15 @@ export function dbContextStep(db: Database, reads: PreparedReads): PipelineStep 
       entries.forEach((entry, index) => (dbContext[entry.key] = valueOf(entry, rowsOf[index]!)));
     // All cached (SQLite, unchanged since read): filled at once, no promise to wait for.
     const cached = reads.map((read, index) => read.cachedRows(params[index]));
-    if (cached.every((rows) => rows !== undefined)) return fill(cached as Array<ReadonlyArray<Record<string, unknown>>>);
-    return Promise.all(reads.map((read, index) => read.all(params[index]))).then(fill, (err: unknown) => {
-      throw failed(err);
-    });
+    if (cached.every((rows) => rows !== undefined)) {
+      fill(cached as Array<ReadonlyArray<Record<string, unknown>>>);
+      return next();
+    }
+    return Promise.all(reads.map((read, index) => read.all(params[index])))
+      .then(fill, (err: unknown) => {
+        throw failed(err);
+      })
+      .then(next);
   };
 }
 

@@ -1,12 +1,14 @@
 import type { Database } from '../db/connect.js';
 import type { PreparedReads } from '../db/prepared-reads.js';
-import type { PipelineStep } from './pipeline-step.js';
+import type { AuthenticatedState } from '../auth/authenticate.js';
+import type { Stage } from '../http/stage.js';
+import type { GroupFound, ToolkitFound } from './pipeline-state.js';
 
 /**
  * Step 6: the caller's group within this toolkit: their toolkit_overrides row, else their core group's
  * jde_associations row, else the toolkit's default_group, else null. One round trip, read fresh.
  */
-export function groupStep(db: Database, reads: PreparedReads): PipelineStep {
+export function groupStep(db: Database, reads: PreparedReads): Stage<AuthenticatedState & ToolkitFound, GroupFound> {
   const groups = reads.prepare(
     (param) =>
       db.select({
@@ -21,17 +23,19 @@ export function groupStep(db: Database, reads: PreparedReads): PipelineStep {
       }),
     { cached: true },
   );
-  return (ctx) => {
-    const toolkit = ctx.state.toolkit!;
-    const caller = ctx.state.caller!;
+  return (ctx, next) => {
+    const { toolkit, caller } = ctx.state;
     const params = [toolkit.name, caller.id, caller.core_group_id ?? -1];
     const settle = (rows: ReadonlyArray<Record<string, unknown>>) => {
       const row = rows[0] as { by_override: string | null; by_association: string | null } | undefined;
-      ctx.state.toolkitGroup = row?.by_override ?? row?.by_association ?? toolkit.defaultGroup;
+      (ctx.state as typeof ctx.state & GroupFound).toolkitGroup = row?.by_override ?? row?.by_association ?? toolkit.defaultGroup;
     };
     // Cached (SQLite, unchanged since read): no promise to wait for.
     const cached = groups.cachedRows(params);
-    if (cached) return settle(cached);
-    return groups.all(params).then(settle);
+    if (cached) {
+      settle(cached);
+      return next();
+    }
+    return groups.all(params).then(settle).then(next);
   };
 }

@@ -14,7 +14,10 @@ import type { ErrorCodeDeclaration } from '../error-codes.js';
 import type { Logger } from '../log.js';
 import type { PluginMetrics } from '../ops/metrics.js';
 import type { DatabaseSchema } from '../toolkits/database-schema.js';
+import type { MiddlewarePoint, PluginMiddleware } from './plugin-middleware.js';
 import type { ResponseDescription } from './response-description.js';
+
+export type { MiddlewarePoint, PluginMiddleware };
 
 /**
  * The plugin API versions a plugin works with: `'^1'`, `'^1.1'`, `'1.x'`, `'^1.1 || ^2'`, a number
@@ -72,6 +75,12 @@ export interface PluginApi {
   readonly metrics: PluginMetrics;
   /** Called once when the gateway stops (after in-flight requests have finished), or when its boot fails. */
   onClose(cleanup: () => void | Promise<void>): void;
+  /**
+   * (1.3) Puts a Koa middleware `(ctx, next)` into the request path at a named point: `request` (every
+   * request), `before:authenticate`, `after:<step>` or `before:execute` (toolkit requests). Any middleware
+   * of the Koa ecosystem works unchanged; the order rules are in docs/plugins.md, "Middleware".
+   */
+  useMiddleware(point: MiddlewarePoint, middleware: PluginMiddleware): void;
 }
 
 /**

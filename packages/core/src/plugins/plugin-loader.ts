@@ -9,6 +9,7 @@ import { formatPath, validateStandard } from '../toolkits/config-issues.js';
 import { checkApiRange, describeRange, PLUGIN_API_STRING } from './api-version.js';
 import { EndpointTypes } from './endpoint-types.js';
 import type { EndpointType, PluginApi, TkgatePlugin } from './plugin-api.js';
+import { PluginMiddlewareSet } from './plugin-middleware.js';
 
 export class PluginError extends Error {
   override name = 'PluginError';
@@ -22,6 +23,8 @@ export interface ImportedPlugin {
 
 export interface LoadedPlugins {
   types: EndpointTypes;
+  /** The middleware plugins put into the request path (useMiddleware), by point. */
+  middleware: PluginMiddlewareSet;
   /** Runs every plugin's onClose cleanup, in reverse load order. */
   close(): Promise<void>;
 }
@@ -92,6 +95,7 @@ export interface PluginDeps {
  */
 export async function registerPlugins(imported: ImportedPlugin[], deps: PluginDeps): Promise<LoadedPlugins> {
   const types = new EndpointTypes();
+  const middleware = new PluginMiddlewareSet();
   const cleanups: Array<{ plugin: string; cleanup: () => void | Promise<void> }> = [];
   const close = async () => {
     for (const { plugin, cleanup } of cleanups.splice(0).reverse()) {
@@ -109,7 +113,7 @@ export async function registerPlugins(imported: ImportedPlugin[], deps: PluginDe
           if (typeof cleanup !== 'function') throw new Error('onClose takes a function');
           cleanups.push({ plugin: plugin.name, cleanup });
         };
-        await plugin.register(pluginApi(plugin.name, types, deps, onClose));
+        await plugin.register(pluginApi(plugin.name, { types, middleware }, deps, onClose));
       } catch (err) {
         throw new PluginError(`plugin ${specifier} failed to register: ${(err as Error).message}`);
       }
@@ -123,11 +127,16 @@ export async function registerPlugins(imported: ImportedPlugin[], deps: PluginDe
     await close();
     throw err;
   }
-  return { types, close };
+  return { types, middleware, close };
 }
 
 /** What one plugin gets: the API, with its log lines, options and registrations under its name. */
-function pluginApi(name: string, types: EndpointTypes, deps: PluginDeps, onClose: PluginApi['onClose']): PluginApi {
+function pluginApi(
+  name: string,
+  { types, middleware }: Pick<LoadedPlugins, 'types' | 'middleware'>,
+  deps: PluginDeps,
+  onClose: PluginApi['onClose'],
+): PluginApi {
   const options = deps.options?.[name] ?? {};
   return {
     apiVersion: PLUGIN_API_STRING,
@@ -146,6 +155,7 @@ function pluginApi(name: string, types: EndpointTypes, deps: PluginDeps, onClose
     getFunction: (fnName) => types.fn(fnName),
     metrics: deps.metrics ?? noMetrics,
     onClose,
+    useMiddleware: (point, fn) => middleware.add(point, fn),
   };
 }
 

@@ -1,0 +1,92 @@
+import type { Database } from '../db/connect.js';
+import { clientAddress } from '../http/client-address.js';
+import type { GatewayContext, GatewayState } from '../http/context.js';
+import { scopedLogger, type Logger } from '../log.js';
+import type { EndpointCall, EndpointIdentity, RequestContext } from '../plugins/plugin-api.js';
+import { forwardableHeaders } from './forwarded-headers.js';
+import type { ContextMade, EndpointFound } from './pipeline-state.js';
+
+/** The state step 9 runs on: the endpoint, and the request context after overwrite_wrapping. */
+export type ExecutingState = GatewayState & EndpointFound & ContextMade;
+
+export interface EndpointCallServices {
+  db: Database;
+  log: Logger;
+  /** server.trust_proxy: the client address is the last X-Forwarded-For entry. */
+  trustProxy: boolean;
+}
+
+const NOTHING_TO_STOP = () => undefined;
+
+/** Runs `listener` once if the client closes the connection before the response is complete. */
+function watchClientGone(ctx: GatewayContext, listener: () => void): () => void {
+  if (ctx.res.destroyed || ctx.req.socket.destroyed) {
+    listener();
+    return NOTHING_TO_STOP;
+  }
+  const onClose = () => ctx.res.writableFinished || listener();
+  ctx.res.once('close', onClose);
+  return () => ctx.res.off('close', onClose);
+}
+
+/** Aborts when the client closes the connection before the response is complete. */
+function clientGone(ctx: GatewayContext): AbortSignal {
+  const controller = new AbortController();
+  watchClientGone(ctx, () => controller.abort(new Error('the client closed the connection')));
+  return controller.signal;
+}
+
+/**
+ * What the plugin gets. `signal`, `headers`, `clientAddress` and `log` are made on first use: most
+ * endpoints read none of them, and creating an AbortSignal measured ~4% of an internal endpoint's CPU.
+ * A class, so the getters live on its prototype instead of being new closures on every request.
+ */
+export class GatewayEndpointCall implements EndpointCall<unknown> {
+  readonly config: unknown;
+  readonly context: RequestContext;
+  readonly requestId: string;
+  readonly method: string;
+  readonly db: Database;
+  readonly endpoint: EndpointIdentity;
+  private madeSignal?: AbortSignal;
+  private madeHeaders?: Record<string, string>;
+  private madeLog?: Logger;
+
+  constructor(
+    private readonly ctx: GatewayContext<ExecutingState>,
+    private readonly services: EndpointCallServices,
+  ) {
+    const endpoint = ctx.state.endpoint;
+    this.config = endpoint.typeConfig;
+    this.context = ctx.state.requestContext;
+    this.requestId = ctx.state.requestId;
+    this.method = ctx.method;
+    this.db = services.db;
+    this.endpoint = { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint };
+  }
+
+  get clientAddress(): string {
+    return clientAddress(this.ctx.req, this.services.trustProxy);
+  }
+
+  get headers(): Record<string, string> {
+    return (this.madeHeaders ??= forwardableHeaders(this.ctx.request.headers));
+  }
+
+  get signal(): AbortSignal {
+    return (this.madeSignal ??= clientGone(this.ctx));
+  }
+
+  /** An arrow property, not a method: plugins pass it on unbound (`whenClientGone: call.onClientGone`). */
+  readonly onClientGone = (listener: () => void): (() => void) => watchClientGone(this.ctx, listener);
+
+  get log(): Logger {
+    const { endpoint, requestId } = this;
+    return (this.madeLog ??= scopedLogger(this.services.log, {
+      plugin: this.ctx.state.endpoint.type.plugin,
+      request_id: requestId,
+      toolkit: endpoint.toolkit,
+      endpoint: endpoint.path,
+    }));
+  }
+}

@@ -1,0 +1,26 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** Request headers a plugin never sees: credentials of the client, and hop-by-hop headers. */
+const WITHHELD_HEADERS = new Set([
+  'authorization',
+  'cookie',
+  'proxy-authorization',
+  'host',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'content-length',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-connection',
+]);
+
+/** The request's headers an endpoint's plugin gets (call.headers): all but the withheld ones, repeated ones joined. */
+export function forwardableHeaders(requestHeaders: IncomingHttpHeaders): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(requestHeaders)) {
+    if (!WITHHELD_HEADERS.has(name) && value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
+}

@@ -1,0 +1,41 @@
+import type { GatewayState } from '../http/context.js';
+import type { RequestContext } from '../plugins/plugin-api.js';
+import type { CompiledEndpoint, CompiledToolkit } from '../toolkits/compiled-toolkit.js';
+
+/**
+ * A toolkit request's state, stage by stage (toolkit-pipeline.ts): each stage's type is what the stages
+ * before it have added, so a step reads what it needs without `!`.
+ */
+
+/** The router's match: the URL's parts ({base}/tk/<kind>/<toolkit>[/<endpoint path>]). */
+export interface Addressed {
+  address: { kind: string; toolkit: string; endpointPath: string };
+}
+/** Step 1. */
+export interface ToolkitFound {
+  toolkit: CompiledToolkit;
+}
+/** Step 2. */
+export interface EndpointFound {
+  endpoint: CompiledEndpoint;
+  /** Ends the request's count on its endpoint version (step 2); called once its answer is out. */
+  leaveEndpoint?: () => void;
+}
+/** Step 4. */
+export interface PayloadFiltered {
+  payload: Record<string, unknown>;
+}
+/** Step 5. */
+export interface DbContextRead {
+  dbContext: Record<string, unknown>;
+}
+/** Step 6. */
+export interface GroupFound {
+  toolkitGroup: string | null;
+}
+/** Steps 7 and 8. */
+export interface ContextMade {
+  requestContext: RequestContext;
+}
+
+export type AddressedState = GatewayState & Addressed;

@@ -1,0 +1,52 @@
+import { internalError } from '../errors.js';
+import type { GatewayContext } from '../http/context.js';
+import { sendData } from '../http/envelope.js';
+import { headersProblem } from '../http/header-rules.js';
+import type { Logger } from '../log.js';
+import { isReply, StreamedResponse } from '../plugins/plugin-api.js';
+import type { ExecutingState } from './endpoint-call.js';
+
+/**
+ * What a plugin's result becomes: data in the success envelope (`undefined` as `null`), with the status and
+ * headers of a `reply`; a StreamedResponse as its own bytes and headers.
+ */
+export function sendAnswer(ctx: GatewayContext<ExecutingState>, result: unknown, log: Logger): void | Promise<void> {
+  if (result instanceof StreamedResponse) return sendStream(ctx, result, log);
+  if (isReply(result)) return sendReply(ctx, result.status, result.headers, result.data);
+  sendData(ctx, result ?? null);
+}
+
+/** 2xx with a body: 204 and 205 have none, and the envelope is one. */
+const isEnvelopeStatus = (status: unknown): boolean =>
+  typeof status === 'number' && Number.isInteger(status) && status >= 200 && status <= 299 && status !== 204 && status !== 205;
+
+function sendReply(ctx: GatewayContext<ExecutingState>, status: number, headers: Record<string, string>, data: unknown): void {
+  const problem = isEnvelopeStatus(status) ? headersProblem(headers) : `status ${JSON.stringify(status)} is not 200-299 (204 and 205 excepted)`;
+  if (problem) throw internalError(new Error(`plugin ${ctx.state.endpoint.type.plugin} replied badly: ${problem}`));
+  for (const [name, value] of Object.entries(headers)) ctx.set(name, value);
+  sendData(ctx, data ?? null, status);
+}
+
+async function sendStream(ctx: GatewayContext<ExecutingState>, result: StreamedResponse, log: Logger): Promise<void> {
+  ctx.status = result.status;
+  for (const [name, value] of Object.entries(result.headers)) ctx.set(name, value);
+  if (typeof result.body !== 'function') {
+    ctx.body = result.body;
+    return;
+  }
+  // The plugin writes the body itself; once bytes are out, a failure can only cut the connection.
+  ctx.respond = false;
+  // Past an announced Content-Length, Node would send the extra bytes, which the client reads as the start
+  // of the next answer on the connection; strict, the write fails and the connection is cut instead.
+  ctx.res.strictContentLength = true;
+  try {
+    await result.body(ctx.res);
+    ctx.res.end();
+  } catch (err) {
+    const fields = { request_id: ctx.state.requestId, path: ctx.path, plugin: ctx.state.endpoint.type.plugin };
+    // A client that leaves mid-download is routine, not a fault of the gateway or the upstream.
+    if (ctx.res.destroyed || ctx.req.socket.destroyed) log.info('client left during a streamed response', fields);
+    else log.error('streamed response cut', { ...fields, err });
+    ctx.res.destroy();
+  }
+}
