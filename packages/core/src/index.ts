@@ -22,7 +22,7 @@ export { CORE_ERROR_CODES } from './error-codes.js';
 export type { ErrorCodeDeclaration, CoreErrorCode } from './error-codes.js';
 export { openDatabase } from './db/connect.js';
 export type { Database } from './db/connect.js';
-export { migrateToLatest, migrateWithPlugins } from './db/migrate.js';
+export { migrateToLatest, migrateWithPlugins, migrationPlan, migrationStatus, type MigrationState, type PlannedMigration } from './db/migrate.js';
 export { startGateway, StartCancelled, describeDatabase } from './gateway.js';
 export type { RunningGateway, GatewayOptions } from './gateway.js';
 export { clusterSource, answerPrimaryScrapes } from './ops/cluster-metrics.js';
