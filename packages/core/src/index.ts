@@ -1,5 +1,5 @@
 /** @tkgate/core: the public surface used by the tkgate CLI and by plugins. */
-export { loadServerConfig, ConfigError, DEFAULT_PLUGINS } from './config/server-config.js';
+export { loadServerConfig, ConfigError, DEFAULT_PLUGINS, configurationReference, type ConfigurationEntry } from './config/server-config.js';
 export type { ServerConfig, LoadConfigOptions } from './config/server-config.js';
 export { parseDuration } from './config/duration.js';
 export { createLogger } from './log.js';
