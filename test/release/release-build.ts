@@ -10,6 +10,9 @@ export interface ReleaseArtifacts {
   deb: string;
 }
 
+/** The workspaces a release ships (scripts/release/stage.js). */
+export const RELEASE_PACKAGES = ['packages/core', 'packages/cli', 'plugins/plugin-internal', 'plugins/plugin-http', 'plugins/plugin-exec'];
+
 let built: Promise<ReleaseArtifacts> | undefined;
 
 /** `node scripts/release/build.js` once per test run (the suite has built the checkout already). */

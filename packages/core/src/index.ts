@@ -74,3 +74,4 @@ export { openApiDocument } from './openapi/openapi-document.js';
 export type { ToolkitProblem } from './toolkits/config-issues.js';
 export { serve } from './cluster/serve.js';
 export type { Serving } from './cluster/serve.js';
+export { backupSqlite } from './db/backup.js';
