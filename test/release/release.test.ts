@@ -100,15 +100,42 @@ describe('npm run release', function () {
       expect(checked.code, checked.stderr + checked.stdout).to.equal(0);
     });
 
-    // useradd --prefix writes the root's own user files: root's right on the test machine (CI runs as root).
-    const asRoot = process.getuid?.() === 0;
-    (asRoot ? it : it.skip)('postinst makes the tkgate user and /var/lib/tkgate, twice without harm; postrm purge undoes what is empty', async () => {
+    /** An empty system root with a dpkg database and the user files useradd --prefix edits. */
+    function emptyRoot(): string {
       const target = tempDir('tkgate-dpkg-root-');
+      mkdirSync(path.join(target, 'var/lib/dpkg/info'), { recursive: true });
+      mkdirSync(path.join(target, 'var/lib/dpkg/updates'));
       mkdirSync(path.join(target, 'etc/tkgate'), { recursive: true });
+      writeFileSync(path.join(target, 'var/lib/dpkg/status'), '');
       writeFileSync(path.join(target, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\n');
       writeFileSync(path.join(target, 'etc/group'), 'root:x:0:\n');
       writeFileSync(path.join(target, 'etc/shadow'), 'root:*:19000:0:99999:7:::\n');
       writeFileSync(path.join(target, 'etc/gshadow'), 'root:*::\n');
+      return target;
+    }
+
+    const asRoot = process.getuid?.() === 0;
+    // dpkg itself, into a temporary root: its scripts run on this host with DPKG_ROOT set (chrootless).
+    (asRoot ? it : it.skip)('dpkg installs it into an empty root, keeps an edited config on reinstall, and purge removes it', async () => {
+      const target = emptyRoot();
+      const dpkg = (...args: string[]) => run('dpkg', [`--root=${target}`, '--force-script-chrootless', '--force-depends', '--log=/dev/null', ...args]);
+      await dpkg('-i', release.deb);
+      expect(readFileSync(path.join(target, 'etc/passwd'), 'utf8')).to.match(/^tkgate:x:\d+:\d+:/m);
+      expect(existsSync(path.join(target, 'var/lib/tkgate'))).to.equal(true);
+      const config = path.join(target, 'etc/tkgate/config.yaml');
+      writeFileSync(config, `${readFileSync(config, 'utf8')}# edited by the operator\n`);
+      await dpkg('-i', release.deb);
+      expect(readFileSync(config, 'utf8')).to.include('# edited by the operator');
+      await dpkg('--purge', 'tkgate');
+      expect(existsSync(config), 'config after purge').to.equal(false);
+      expect(existsSync(path.join(target, 'usr/bin/tkgate'))).to.equal(false);
+      expect(existsSync(path.join(target, 'var/lib/tkgate'))).to.equal(false);
+      expect(readFileSync(path.join(target, 'etc/passwd'), 'utf8')).to.not.include('tkgate:');
+    });
+
+    // useradd --prefix writes the root's own user files: root's right on the test machine (CI runs as root).
+    (asRoot ? it : it.skip)('postinst makes the tkgate user and /var/lib/tkgate, twice without harm; postrm purge undoes what is empty', async () => {
+      const target = emptyRoot();
       copyFileSync(path.join(root, 'etc/tkgate/config.yaml'), path.join(target, 'etc/tkgate/config.yaml'));
       const script = (name: string, ...args: string[]) => run('sh', [path.join(control, name), ...args], { env: { ...process.env, DPKG_ROOT: target } });
 
