@@ -6,6 +6,7 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDeb } from './deb.js';
+import { runtimeDepends } from './glibc.js';
 import { stageRelease } from './stage.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -20,7 +21,7 @@ const { dependencies, node } = stageRelease(root, stage);
 const tarball = path.join(outDir, `${name}.tar.gz`);
 rmSync(tarball, { force: true });
 execFileSync('tar', ['--owner=0', '--group=0', '--numeric-owner', '-C', path.dirname(stage), '-czf', tarball, name]);
-process.stdout.write(`${tarball} (node ${node}, ${dependencies} dependencies)\n`);
+process.stdout.write(`${tarball} (node ${node}, ${dependencies} dependencies; needs glibc ${runtimeDepends(stage).glibc} or newer)\n`);
 if (!process.argv.includes('--no-deb')) {
   const deb = buildDeb({ root, stage, work: path.join(outDir, 'deb'), outDir, version });
   process.stdout.write(`${deb}\n`);

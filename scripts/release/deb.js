@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { runtimeDepends } from './glibc.js';
 
 const file = (name) => new URL(`./files/${name}`, import.meta.url);
 
@@ -33,8 +34,8 @@ export function buildDeb({ root, stage, work, outDir, version }) {
     'Architecture: amd64',
     'Maintainer: the tkgate contributors <tkgate@users.noreply.github.com>',
     `Installed-Size: ${kibOf(work)}`,
-    // The bundled Node runtime links only these; useradd comes from passwd (Priority: required).
-    'Depends: libc6 (>= 2.28), libstdc++6, libgcc-s1, passwd',
+    // The bundled Node runtime and native modules link only these; useradd comes from passwd.
+    `Depends: ${[...runtimeDepends(stage).depends, 'passwd'].join(', ')}`,
     'Section: net',
     'Priority: optional',
     'Description: API gateway for internal tools: sessions and toolkit endpoints',
@@ -51,6 +52,6 @@ export function buildDeb({ root, stage, work, outDir, version }) {
   }
   const deb = path.join(outDir, `tkgate_${version}_amd64.deb`);
   // gzip: xz would take minutes on a 150 MB tree for a few MB less.
-  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '--build', work, deb], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-z6', '--build', work, deb], { stdio: ['ignore', 'ignore', 'inherit'] });
   return deb;
 }

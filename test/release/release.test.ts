@@ -78,7 +78,9 @@ describe('npm run release', function () {
       expect(fields)
         .to.match(/^Package: tkgate$/m)
         .and.match(new RegExp(`^Version: ${release.version}$`, 'm'))
-        .and.match(/^Architecture: amd64$/m);
+        .and.match(/^Architecture: amd64$/m)
+        // The C and C++ runtimes the compiled parts' symbol versions name (scripts/release/glibc.js).
+        .and.match(/^Depends: libc6 \(>= 2\.\d+\), libstdc\+\+6 \(>= \d+\), libgcc-s1, passwd$/m);
       const { stdout } = await run('dpkg-deb', ['-c', release.deb], { maxBuffer: 64 * 1024 * 1024 });
       const owners = new Set(
         stdout
