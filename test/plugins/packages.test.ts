@@ -46,7 +46,8 @@ for (const dialect of dialects.filter((target) => target.name === 'mysql')) {
     it('packs every @tkgate package and the template plugin, installs them, and serves the plugin endpoint', async function () {
       this.timeout(600_000);
       const tarballs = tempDir('tkgate-tarballs-');
-      await npm(['pack', '--ignore-scripts', '--pack-destination', tarballs, ...WORKSPACES.flatMap((w) => ['-w', w])], repoRoot);
+      // The one packing command plugin authors use (npm run pack:packages), plus the template.
+      await run(process.execPath, [path.join(repoRoot, 'scripts/release/pack-packages.js'), '--out', tarballs, 'examples/plugin-template'], { cwd: repoRoot });
       const packed = readdirSync(tarballs)
         .filter((name) => name.endsWith('.tgz'))
         .sort();
@@ -99,3 +100,14 @@ for (const dialect of dialects.filter((target) => target.name === 'mysql')) {
     });
   });
 }
+
+describe('examples/plugin-template as a plugin author copies it', () => {
+  it('carries no build output: its tracked files (what git archive exports) have no dist/ and no build state, and its .gitignore keeps them out', async () => {
+    const { stdout } = await run('git', ['ls-files', 'examples/plugin-template'], { cwd: repoRoot });
+    const files = stdout.trim().split('\n');
+    expect(files).to.include('examples/plugin-template/src/index.ts').and.include('examples/plugin-template/.gitignore');
+    expect(files.filter((file) => /\/dist\/|tsbuildinfo|node_modules/.test(file))).to.deep.equal([]);
+    const ignored = readFileSync(path.join(repoRoot, 'examples/plugin-template/.gitignore'), 'utf8').split('\n');
+    expect(ignored).to.include.members(['dist/', '*.tsbuildinfo', 'node_modules/']);
+  });
+});

@@ -1,5 +1,5 @@
 /** @tkgate/core: the public surface used by the tkgate CLI and by plugins. */
-export { loadServerConfig, ConfigError, DEFAULT_PLUGINS } from './config/server-config.js';
+export { loadServerConfig, ConfigError, DEFAULT_PLUGINS, configurationReference, type ConfigurationEntry } from './config/server-config.js';
 export type { ServerConfig, LoadConfigOptions } from './config/server-config.js';
 export { parseDuration } from './config/duration.js';
 export { createLogger } from './log.js';
@@ -22,7 +22,7 @@ export { CORE_ERROR_CODES } from './error-codes.js';
 export type { ErrorCodeDeclaration, CoreErrorCode } from './error-codes.js';
 export { openDatabase } from './db/connect.js';
 export type { Database } from './db/connect.js';
-export { migrateToLatest, migrateWithPlugins } from './db/migrate.js';
+export { migrateToLatest, migrateWithPlugins, migrationPlan, migrationStatus, type MigrationState, type PlannedMigration } from './db/migrate.js';
 export { startGateway, StartCancelled, describeDatabase } from './gateway.js';
 export type { RunningGateway, GatewayOptions } from './gateway.js';
 export { clusterSource, answerPrimaryScrapes } from './ops/cluster-metrics.js';
@@ -77,3 +77,4 @@ export { openApiDocument } from './openapi/openapi-document.js';
 export type { ToolkitProblem } from './toolkits/config-issues.js';
 export { serve } from './cluster/serve.js';
 export type { Serving } from './cluster/serve.js';
+export { backupSqlite } from './db/backup.js';

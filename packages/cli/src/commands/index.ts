@@ -1,3 +1,4 @@
+import { backup } from './backup.js';
 import type { Command } from './command.js';
 import { configCheck } from './config-check.js';
 import { exampleSetup } from './example.js';
@@ -15,6 +16,7 @@ export type { Command, OptionValues } from './command.js';
 const all = [
   start,
   migrate,
+  backup,
   userAdd,
   userPasswd,
   userList,

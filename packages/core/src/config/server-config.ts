@@ -214,3 +214,42 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
   }
   return { ...normalised, file };
 }
+
+/** One row of docs/configuration.md. */
+export interface ConfigurationEntry {
+  key: string;
+  env: string | undefined;
+  /** As it would be written in a configuration file (JSON). */
+  default: unknown;
+  /** What a value may be, in the setting's own words (from the refusals of its check). */
+  accepts: string;
+  doc: string;
+  sensitive: boolean;
+}
+
+/** Values no setting takes: each setting's refusal of them says what it does take. The second finds duration limits. */
+const PROBES: unknown[] = [Symbol('probe'), '99999999h'];
+
+/** Every setting, in declaration order: the source of docs/configuration.md (`npm run docs:config`). */
+export function configurationReference(): ConfigurationEntry[] {
+  const entries: ConfigurationEntry[] = [];
+  eachSetting(declaration, (key, setting) => {
+    const refusals = new Set<string>();
+    for (const probe of PROBES) {
+      try {
+        setting.check(probe);
+      } catch (err) {
+        refusals.add((err as Error).message.replace(/^must be /, ''));
+      }
+    }
+    entries.push({
+      key,
+      env: setting.env,
+      default: setting.default,
+      accepts: [...refusals].join('; '),
+      doc: setting.doc,
+      sensitive: setting.sensitive === true,
+    });
+  });
+  return entries;
+}

@@ -3,7 +3,7 @@ import type { Database } from './connect.js';
 import * as initial from './migrations/001_initial.js';
 import * as sharedAuthority from './migrations/002_shared_authority.js';
 import { importPlugins } from '../plugins/plugin-loader.js';
-import { migratePlugins } from '../plugins/plugin-migrations.js';
+import { migratePlugins, pluginMigrationsTable } from '../plugins/plugin-migrations.js';
 
 /** Migrations are compiled in, not globbed from disk, so the installed binary carries them. */
 const migrations: Record<string, Knex.Migration> = {
@@ -17,12 +17,20 @@ const source: Knex.MigrationSource<string> = {
   getMigration: async (name) => migrations[name]!,
 };
 
+/**
+ * knex refuses a record naming a migration it does not have ("the migration directory is corrupt"). Ours
+ * are compiled in, so such a name was written by a newer tkgate: after a downgrade, the older version
+ * runs on the newer, additive schema (docs/upgrading.md), and `migrate --status` lists the name.
+ */
+export const TOLERATE_NEWER_MIGRATIONS = { disableMigrationsListValidation: true } as const;
+
 /** Brings the schema up to date; returns the names of the migrations it ran. */
 export async function migrateToLatest(db: Database): Promise<string[]> {
+  const config = { migrationSource: source, tableName: 'tkgate_migrations', ...TOLERATE_NEWER_MIGRATIONS };
   // Several gateways (or workers) start at once: only take knex's migration lock when there is work.
-  const [, pending] = (await db.migrate.list({ migrationSource: source, tableName: 'tkgate_migrations' })) as [unknown[], unknown[]];
+  const [, pending] = (await db.migrate.list(config)) as [unknown[], unknown[]];
   if (pending.length === 0) return [];
-  const [, applied] = (await db.migrate.latest({ migrationSource: source, tableName: 'tkgate_migrations' })) as [number, string[]];
+  const [, applied] = (await db.migrate.latest(config)) as [number, string[]];
   return applied;
 }
 
@@ -33,4 +41,101 @@ export async function migrateToLatest(db: Database): Promise<string[]> {
 export async function migrateWithPlugins(db: Database, pluginSpecifiers: string[]): Promise<string[]> {
   const applied = await migrateToLatest(db);
   return [...applied, ...(await migratePlugins(db, await importPlugins(pluginSpecifiers)))];
+}
+
+/** One set of migrations and the table knex records it in: core's, or one plugin's. */
+interface MigrationSet {
+  /** "" for core; a plugin's name, which prefixes its migrations' names as "<plugin>/<migration>". */
+  owner: string;
+  table: string;
+  migrations: Readonly<Record<string, { up(db: Knex): PromiseLike<unknown> }>>;
+}
+
+async function migrationSets(pluginSpecifiers: string[]): Promise<MigrationSet[]> {
+  const sets: MigrationSet[] = [{ owner: '', table: 'tkgate_migrations', migrations }];
+  for (const { plugin } of await importPlugins(pluginSpecifiers)) {
+    if (plugin.migrations && Object.keys(plugin.migrations).length > 0) {
+      sets.push({ owner: plugin.name, table: pluginMigrationsTable(plugin.name), migrations: plugin.migrations as MigrationSet['migrations'] });
+    }
+  }
+  return sets;
+}
+
+const qualified = (set: MigrationSet, name: string) => (set.owner ? `${set.owner}/${name}` : name);
+
+/** The names a migrations table records, read without creating it (knex's own list() would). */
+async function recordedIn(db: Database, table: string): Promise<string[]> {
+  if (!(await db.schema.hasTable(table))) return [];
+  return ((await db(table).select('name')) as Array<{ name: string }>).map((row) => row.name);
+}
+
+export interface MigrationState {
+  /** "001_initial", or "<plugin>/<migration>". */
+  name: string;
+  /** `recorded-only`: in the database's record but unknown to this version (written by a newer one). */
+  state: 'applied' | 'pending' | 'recorded-only';
+}
+
+/** `tkgate migrate --status`: every migration of core and the configured plugins, and whether it ran. Changes nothing. */
+export async function migrationStatus(db: Database, pluginSpecifiers: string[]): Promise<MigrationState[]> {
+  const states: MigrationState[] = [];
+  for (const set of await migrationSets(pluginSpecifiers)) {
+    const recorded = new Set(await recordedIn(db, set.table));
+    const known = Object.keys(set.migrations).sort();
+    for (const name of known) states.push({ name: qualified(set, name), state: recorded.has(name) ? 'applied' : 'pending' });
+    for (const name of [...recorded].filter((name) => !known.includes(name)).sort()) states.push({ name: qualified(set, name), state: 'recorded-only' });
+  }
+  return states;
+}
+
+/** Statements a dry run reads for real: they change nothing, and migrations decide by their answers. */
+const READ_ONLY = /^\s*(select|show|describe|explain|pragma\s+[\w.]+\s*(\([^)]*\))?\s*;?\s*$)/i;
+const TRANSACTION_CONTROL = /^\s*(begin|start transaction|savepoint|release savepoint|rollback|commit)\b/i;
+
+export interface PlannedMigration {
+  name: string;
+  /** The statements that change the database, bindings filled in, in the order they would run. */
+  statements: string[];
+}
+
+type QueryObject = { sql: string; bindings?: unknown[]; response?: unknown };
+type RawClient = Knex.Client & { _query(connection: unknown, obj: QueryObject): Promise<QueryObject>; _escapeBinding(value: unknown): string };
+
+/**
+ * `tkgate migrate --dry-run`: the pending migrations' statements, found by running them in one
+ * transaction that is rolled back. SQLite runs every statement (its DDL is transactional, so the
+ * rollback undoes all; later migrations see earlier ones' tables: exact). MySQL commits DDL at once,
+ * so there only reads run and writes are recorded with an empty answer: exact unless a migration reads
+ * what an earlier pending one would have written.
+ */
+export async function migrationPlan(db: Database, pluginSpecifiers: string[]): Promise<PlannedMigration[]> {
+  const sets = await migrationSets(pluginSpecifiers);
+  const trx = await db.transaction();
+  const client = trx.client as RawClient;
+  const runsWrites = db.client.config.client !== 'mysql2';
+  const execute = client._query.bind(client);
+  let current: string[] = [];
+  client._query = async (connection, obj) => {
+    if (READ_ONLY.test(obj.sql) || TRANSACTION_CONTROL.test(obj.sql)) return execute(connection, obj);
+    let index = 0;
+    current.push(obj.sql.replace(/\?/g, (mark) => (index < (obj.bindings?.length ?? 0) ? client._escapeBinding(obj.bindings![index++]) : mark)));
+    if (runsWrites) return execute(connection, obj);
+    obj.response = [[], []];
+    return obj;
+  };
+  const plan: PlannedMigration[] = [];
+  try {
+    for (const set of sets) {
+      const recorded = new Set(await recordedIn(trx, set.table));
+      for (const name of Object.keys(set.migrations).sort()) {
+        if (recorded.has(name)) continue;
+        current = [];
+        await set.migrations[name]!.up(trx);
+        plan.push({ name: qualified(set, name), statements: current });
+      }
+    }
+  } finally {
+    await trx.rollback().catch(() => undefined);
+  }
+  return plan;
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Database } from '../db/connect.js';
+import { TOLERATE_NEWER_MIGRATIONS } from '../db/migrate.js';
 import { CORE_TABLES, readDatabaseSchema } from '../toolkits/database-schema.js';
 import { PluginError, type ImportedPlugin } from './plugin-loader.js';
 
@@ -41,7 +42,8 @@ export async function migratePlugins(db: Database, plugins: ImportedPlugin[]): P
     const before = await coreShape(db);
     let ran: string[];
     try {
-      [, ran] = (await db.migrate.latest({ migrationSource: source, tableName: pluginMigrationsTable(plugin.name) })) as [number, string[]];
+      const config = { migrationSource: source, tableName: pluginMigrationsTable(plugin.name), ...TOLERATE_NEWER_MIGRATIONS };
+      [, ran] = (await db.migrate.latest(config)) as [number, string[]];
     } catch (err) {
       throw new PluginError(`plugin ${plugin.name}: migration failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
     }
