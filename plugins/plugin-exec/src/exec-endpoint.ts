@@ -52,10 +52,12 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
   const context = JSON.stringify(call.context);
   const oversized = Buffer.byteLength(context) > MAX_ARGUMENT_BYTES;
   if (oversized && !config.stdin) {
-    throw execFailed(
-      'context_too_large',
-      new Error(`the context is ${Buffer.byteLength(context)} bytes, over the ${MAX_ARGUMENT_BYTES}-byte argument limit; set stdin: true`),
-    );
+    // The client sent more than this command can take: its mistake (413), not the gateway's.
+    const bytes = Buffer.byteLength(context);
+    throw new GatewayError(413, 'context_too_large', 'the request is too large for this command', {
+      details: { context_bytes: bytes, limit_bytes: MAX_ARGUMENT_BYTES },
+      cause: new Error(`the context is ${bytes} bytes, over the ${MAX_ARGUMENT_BYTES}-byte argument limit (the endpoint may set stdin: true)`),
+    });
   }
   const leaveEndpoint = await services.endpointGate(call.endpoint.key, config).enter(call.signal);
   try {
