@@ -75,6 +75,7 @@ const helpers = {
     exec('scan', [scan], { max_output_bytes: 64 * 1024 * 1024 }),
     exec('daemon', [daemonThenExit], { env: { PID_FILE: daemonPidFile } }),
     exec('daemon-timeout', [daemonThenSleep], { env: { PID_FILE: daemonPidFile }, timeout: '1s' }),
+    exec('daemon-running', [daemonThenSleep], { env: { PID_FILE: daemonPidFile } }),
     exec('stall', [stalling], { env: { PID_FILE: stallPidFile }, timeout: '1s' }),
   ],
 };
@@ -220,6 +221,26 @@ for (const spawner of ['native', 'node'] as const) {
       await running;
       await eventually('the command group killed', () => !alive(sleeper));
       await eventually('the helpers exited', () => ownHelpers.every((pid) => !alive(pid)));
+    });
+
+    it('ends what a running command daemonised when the gateway dies (native helper: a subreaper)', async function () {
+      if (spawner === 'node') this.skip();
+      rmSync(daemonPidFile, { force: true });
+      const gateway = await startGateway({
+        config: {
+          db: s.bed.dbConfig,
+          toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false },
+          plugin_options: { '@tkgate/plugin-exec': { spawner } },
+        },
+      });
+      const c = toolkitClient(gateway.base, await loginToken(gateway.base, 'yara', passwordOf('yara')));
+      const running = c.get('helpers', 'daemon-running').catch(() => undefined);
+      await eventually('the daemon started', () => existsSync(daemonPidFile) && readFileSync(daemonPidFile, 'utf8').trim() !== '');
+      const daemon = Number(readFileSync(daemonPidFile, 'utf8'));
+      expect(alive(daemon)).to.equal(true);
+      await gateway.stop('SIGKILL');
+      await running;
+      await eventually('the daemon killed and reaped', () => reaped(daemon));
     });
   });
 }

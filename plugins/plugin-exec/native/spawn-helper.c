@@ -128,7 +128,19 @@ _Noreturn static void shutdown_all(int code)
 	for (int i = 0; i < MAX_RUNS; i++)
 		if (runs[i].used)
 			kill_group(&runs[i]);
-	kill_leftovers(1);
+	/*
+	 * What the commands left comes to the helper as each of them dies: kill and reap until no child is
+	 * left (for 2 s at most), so nothing is handed on to init.
+	 */
+	int64_t until = now_ms() + 2000;
+	for (;;) {
+		kill_leftovers(1);
+		pid_t pid = waitpid(-1, NULL, WNOHANG);
+		if (pid < 0 || now_ms() > until)
+			break;
+		if (pid == 0)
+			nanosleep(&(struct timespec){ .tv_nsec = 5000000 }, NULL);
+	}
 	exit(code);
 }
 
