@@ -51,6 +51,7 @@ export type {
   EndpointCall,
   EndpointIdentity,
   CheckEnvironment,
+  WarnEnvironment,
   ConfigIssue,
   RequestContext,
   NamedFunction,

@@ -1,6 +1,6 @@
 import { AdmissionGate, EndpointGates, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { execConfigSchema, execOptionsSchema, type ExecConfig } from './exec-config.js';
-import { checkExecEndpoint, runExecEndpoint, type ExecServices } from './exec-endpoint.js';
+import { checkExecEndpoint, runExecEndpoint, warnExecEndpoint, type ExecServices } from './exec-endpoint.js';
 import { SpawnPool } from './spawn-pool.js';
 import { chooseLauncher } from './spawner.js';
 
@@ -39,6 +39,7 @@ const plugin: TkgatePlugin = {
       type: 'exec',
       configSchema: execConfigSchema,
       check: checkExecEndpoint,
+      warn: warnExecEndpoint,
       execute: (call) => runExecEndpoint(call, services),
       describeResponse: (config) => ({
         data: { description: 'The command\'s stdout parsed as JSON, or {"output": "<text>"} when it is not JSON.' },
