@@ -37,9 +37,10 @@ const groupLeader = script('group-leader', 'sleep 60 & echo $! > "$PID_FILE"; wa
 const scan = script(
   'scan',
   [
-    '{ env; printf "%s\\n" "$0" "$@"',
-    '  for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr "\\000" "\\n" < "$f" 2>/dev/null | sed "s|^|$f: |"; done',
-    '} | grep -e "marker-9b1e-passwor[d]" || true',
+    'pattern="[^[:cntrl:]]*marker-9b1e-passwor[d][^[:cntrl:]]*"',
+    '{ env; printf "%s\\n" "$0" "$@"; } | grep -o -e "$pattern" | sed "s|^|self: |"',
+    'grep -a -o -H -e "$pattern" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null',
+    'true',
   ].join('\n'),
 );
 /** Double-forks a `sleep` daemon in a session of its own (out of the command's process group), then exits or sleeps. */
@@ -100,6 +101,17 @@ for (const spawner of ['native', 'node'] as const) {
     const client = async () => toolkitClient(s.gateway.base, await s.login('yara'));
     /** This gateway's helpers (other gateways on the machine have their own), of this spawner only. */
     const helperPids = () => helpersOf(s.gateway, spawner);
+    /** A gateway of the test's own on the suite's database, for a test that kills it, and its client. */
+    const ownGateway = async () => {
+      const gateway = await startGateway({
+        config: {
+          db: s.bed.dbConfig,
+          toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false },
+          plugin_options: { '@tkgate/plugin-exec': { spawner } },
+        },
+      });
+      return { gateway, c: toolkitClient(gateway.base, await loginToken(gateway.base, 'yara', passwordOf('yara'))) };
+    };
 
     it('lets no ancestor a command can read hold the gateway environment', async () => {
       const reply = await (await client()).get('helpers', 'ancestors');
@@ -205,14 +217,7 @@ for (const spawner of ['native', 'node'] as const) {
 
     it('ends every command and its helpers when the gateway dies (SIGKILL: no goodbye)', async () => {
       rmSync(pidFile, { force: true });
-      const gateway = await startGateway({
-        config: {
-          db: s.bed.dbConfig,
-          toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false },
-          plugin_options: { '@tkgate/plugin-exec': { spawner } },
-        },
-      });
-      const c = toolkitClient(gateway.base, await loginToken(gateway.base, 'yara', passwordOf('yara')));
+      const { gateway, c } = await ownGateway();
       const running = c.get('helpers', 'group').catch(() => undefined);
       await eventually('the command started', () => existsSync(pidFile));
       const sleeper = Number(readFileSync(pidFile, 'utf8'));
@@ -226,14 +231,7 @@ for (const spawner of ['native', 'node'] as const) {
     it('ends what a running command daemonised when the gateway dies (native helper: a subreaper)', async function () {
       if (spawner === 'node') this.skip();
       rmSync(daemonPidFile, { force: true });
-      const gateway = await startGateway({
-        config: {
-          db: s.bed.dbConfig,
-          toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false },
-          plugin_options: { '@tkgate/plugin-exec': { spawner } },
-        },
-      });
-      const c = toolkitClient(gateway.base, await loginToken(gateway.base, 'yara', passwordOf('yara')));
+      const { gateway, c } = await ownGateway();
       const running = c.get('helpers', 'daemon-running').catch(() => undefined);
       await eventually('the daemon started', () => existsSync(daemonPidFile) && readFileSync(daemonPidFile, 'utf8').trim() !== '');
       const daemon = Number(readFileSync(daemonPidFile, 'utf8'));
@@ -244,6 +242,27 @@ for (const spawner of ['native', 'node'] as const) {
     });
   });
 }
+
+describe(`exec with server.workers: the configuration's variables withdrawn (${dialects[0]!.name})`, () => {
+  const s = withDatabase(dialects[0]!, [{ username: 'yara', power: 3 }]);
+
+  it('serves from workers configured by variables the primary withdrew, none of them left where a command can read', async () => {
+    // The database only through the environment: a worker without it would open ./data/tkgate.sqlite, where yara is unknown.
+    const gateway = await startGateway({
+      config: { server: { port: 0, workers: 2 }, toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false } },
+      env: { TKGATE_DB_CLIENT: 'sqlite', TKGATE_DB_FILE: String(s.bed.dbConfig.filename), TKGATE_DB_URL: DB_URL_SECRET },
+    });
+    try {
+      const c = toolkitClient(gateway.base, await loginToken(gateway.base, 'yara', passwordOf('yara')));
+      // The scan reads every process: the primary and both workers.
+      const reply = await c.get('helpers', 'scan');
+      expect(reply.status).to.equal(200);
+      expect(reply.body.data, 'where the marker was found').to.deep.equal({ output: '' });
+    } finally {
+      await gateway.stop();
+    }
+  });
+});
 
 describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
   const missing = path.join(work, 'no-such-helper');
