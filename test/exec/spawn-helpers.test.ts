@@ -47,6 +47,8 @@ const scan = script(
 const daemonize = (name: string, after: string) => script(name, `( setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $! > "$PID_FILE" ); ${after}`);
 const daemonThenExit = daemonize('daemon-then-exit', 'echo started');
 const daemonThenSleep = daemonize('daemon-then-sleep', 'sleep 60');
+/** The same daemon keeping the command's stdout open. */
+const daemonHoldingStdout = script('daemon-holding-stdout', '( setsid sleep 60 & echo $! > "$PID_FILE" ); echo started');
 const stalling = script('stalling', 'echo $$ > "$PID_FILE"; sleep 60');
 const sixtyMb = script('sixty-mb', 'head -c 62914560 /dev/zero | tr "\\000" a');
 const text = script('text', 'echo fine');
@@ -77,6 +79,7 @@ const helpers = {
     exec('daemon', [daemonThenExit], { env: { PID_FILE: daemonPidFile } }),
     exec('daemon-timeout', [daemonThenSleep], { env: { PID_FILE: daemonPidFile }, timeout: '1s' }),
     exec('daemon-running', [daemonThenSleep], { env: { PID_FILE: daemonPidFile } }),
+    exec('daemon-holding', [daemonHoldingStdout], { env: { PID_FILE: daemonPidFile }, timeout: '1s' }),
     exec('stall', [stalling], { env: { PID_FILE: stallPidFile }, timeout: '1s' }),
   ],
 };
@@ -187,6 +190,27 @@ for (const spawner of ['native', 'node'] as const) {
         if (status === 500) expect(reply.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'timeout' } });
         const daemon = Number(readFileSync(daemonPidFile, 'utf8'));
         await eventually(`the ${endpoint} daemon killed and reaped`, () => reaped(daemon));
+      }
+    });
+
+    it('answers a run whose daemon keeps its stdout open, without taking the helper for stalled', async () => {
+      rmSync(daemonPidFile, { force: true });
+      const reply = await (await client()).get('helpers', 'daemon-holding');
+      const daemon = Number(readFileSync(daemonPidFile, 'utf8'));
+      try {
+        if (spawner === 'native') {
+          // The daemon is killed as the command exits, which ends its stdout.
+          expect(reply.status).to.equal(200);
+          expect(reply.body.data).to.deep.equal({ output: 'started\n' });
+          await eventually('the daemon killed and reaped', () => reaped(daemon));
+        } else {
+          // The Node helper cannot reach it: the run ends at its timeout.
+          expect(reply.status).to.equal(500);
+          expect(reply.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'timeout' } });
+        }
+        expect(s.gateway.logs.some((record) => record.msg === 'exec spawn helper did not answer in time; replacing it')).to.equal(false);
+      } finally {
+        if (alive(daemon)) process.kill(daemon, 'SIGKILL');
       }
     });
 
