@@ -20,9 +20,10 @@ function cpu(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return [(Number(fields[11]) + Number(fields[12])) * 10, (Number(fields[13]) + Number(fields[14])) * 10];
 }
-const helperPids = (gatewayPid) => {
+/** The helpers of one spawner (their argv does not name the gateway: each gateway here has a spawner of its own). */
+const helperPids = (spawner) => {
   try {
-    return execFileSync('pgrep', ['-f', `spawn-helper(\\.js)? ${gatewayPid}$`])
+    return execFileSync('pgrep', ['-f', spawner === 'native' ? 'tkgate-spawn-helper$' : 'spawn-helper\\.js$'])
       .toString()
       .trim()
       .split('\n')
@@ -36,7 +37,7 @@ function sample(target) {
   const [own, children] = cpu(target.pid);
   let helpers = 0;
   let commands = children;
-  for (const pid of target.helpers ? helperPids(target.pid) : []) {
+  for (const pid of target.helpers ? helperPids(target.spawner) : []) {
     const [helperOwn, helperChildren] = cpu(pid);
     helpers += helperOwn;
     commands += helperChildren;
@@ -62,6 +63,7 @@ for (const spawner of ['native', 'node']) {
     name: `tkgate ${spawner}`,
     pid: gateway.pid,
     helpers: true,
+    spawner,
     url: `${gateway.base}/tk/app/bench/tiny`,
     headers: ['-H', `Authorization: Bearer ${await login(gateway.base)}`],
     stop: gateway.stop,

@@ -8,6 +8,7 @@ import { toolkitClient } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
 import { withGateway } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
+import { helperPids } from './helper-processes.js';
 
 const work = tempDir('tkgate-exec-work-');
 const script = scriptWriter('tkgate-exec-bin-');
@@ -170,12 +171,14 @@ for (const { dialect, spawner } of runs) {
       expect(existsSync(marker)).to.equal(false);
     });
 
-    it('refuses a context over the per-argument limit without stdin, and passes it on stdin with stdin: true', async () => {
+    it("refuses a context over the per-argument limit without stdin (413: the client's mistake), and passes it on stdin with stdin: true", async () => {
       const c = await client();
       const big = 'x'.repeat(200_000);
       const refused = await c.post('tools', 'no-stdin', { big });
-      expect(refused.status).to.equal(500);
-      expect(refused.body.error.details).to.deep.equal({ reason: 'context_too_large' });
+      expect(refused.status).to.equal(413);
+      expect(refused.body.error.code).to.equal('context_too_large');
+      expect(refused.body.error.details.limit_bytes).to.equal(131_071);
+      expect(refused.body.error.details.context_bytes).to.be.above(200_000);
       const small = await c.post('tools', 'stdin', { n: 1 });
       expect(small.body.data.stdin.payload).to.deep.equal({ n: 1 });
       expect(small.body.data.arg.payload).to.deep.equal({ n: 1 });
@@ -204,12 +207,7 @@ for (const { dialect, spawner } of runs) {
     });
 
     it('replaces a spawn helper that dies, failing only the runs it held', async () => {
-      const { execFileSync } = await import('node:child_process');
-      const helpers = execFileSync('pgrep', ['-f', `spawn-helper(\\.js)? ${s.gateway.child.pid}$`])
-        .toString()
-        .trim()
-        .split('\n')
-        .map(Number);
+      const helpers = await helperPids(s.gateway);
       expect(helpers.length).to.be.at.least(1);
       for (const pid of helpers) process.kill(pid, 'SIGKILL');
       await sleep(300);

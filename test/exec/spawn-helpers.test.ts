@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -12,6 +11,7 @@ import { loginToken, toolkitClient } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
 import { withDatabase, withGateway } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
+import { argvOf, helperPids as helpersOf } from './helper-processes.js';
 
 const work = tempDir('tkgate-helpers-work-');
 const script = scriptWriter('tkgate-helpers-bin-');
@@ -29,11 +29,36 @@ const ancestors = script(
   ].join('\n'),
 );
 const groupLeader = script('group-leader', 'sleep 60 & echo $! > "$PID_FILE"; wait');
+/**
+ * Looks everywhere a command can for the marker planted in the gateway's environment: its own environment
+ * and argv, and the environment and argv of every process it can read (its ancestors among them). The
+ * pattern's brackets keep the marker itself out of grep's own argv.
+ */
+const scan = script(
+  'scan',
+  [
+    'pattern="[^[:cntrl:]]*marker-9b1e-passwor[d][^[:cntrl:]]*"',
+    '{ env; printf "%s\\n" "$0" "$@"; } | grep -o -e "$pattern" | sed "s|^|self: |"',
+    'grep -a -o -H -e "$pattern" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null',
+    'true',
+  ].join('\n'),
+);
+/** Double-forks a `sleep` daemon in a session of its own (out of the command's process group), then exits or sleeps. */
+const daemonize = (name: string, after: string) => script(name, `( setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $! > "$PID_FILE" ); ${after}`);
+const daemonThenExit = daemonize('daemon-then-exit', 'echo started');
+const daemonThenSleep = daemonize('daemon-then-sleep', 'sleep 60');
+/** The same daemon keeping the command's stdout open. */
+const daemonHoldingStdout = script('daemon-holding-stdout', '( setsid sleep 60 & echo $! > "$PID_FILE" ); echo started');
+const stalling = script('stalling', 'echo $$ > "$PID_FILE"; sleep 60');
 const sixtyMb = script('sixty-mb', 'head -c 62914560 /dev/zero | tr "\\000" a');
 const text = script('text', 'echo fine');
 const pidFile = path.join(work, 'sleep.pid');
 
 const SECRET = 'mysql://tkgate:hunter2-gateway-secret@127.0.0.1:3306/tkgate';
+/** The gateway's own database URL (unused on SQLite, read all the same), its password a marker. */
+const DB_URL_SECRET = 'mysql://tkgate:marker-9b1e-password@127.0.0.1:3306/tkgate';
+const daemonPidFile = path.join(work, 'daemon.pid');
+const stallPidFile = path.join(work, 'stall.pid');
 const exec = (pathName: string, command: string[], extra: Record<string, unknown> = {}) => ({
   path: pathName,
   method: 'GET',
@@ -50,11 +75,17 @@ const helpers = {
     exec('group', [groupLeader], { env: { PID_FILE: pidFile }, max_concurrency: 1 }),
     exec('sixty-mb', [sixtyMb], { max_output_bytes: 64 * 1024 * 1024 }),
     exec('text', [text]),
+    exec('scan', [scan], { max_output_bytes: 64 * 1024 * 1024 }),
+    exec('daemon', [daemonThenExit], { env: { PID_FILE: daemonPidFile } }),
+    exec('daemon-timeout', [daemonThenSleep], { env: { PID_FILE: daemonPidFile }, timeout: '1s' }),
+    exec('daemon-running', [daemonThenSleep], { env: { PID_FILE: daemonPidFile } }),
+    exec('daemon-holding', [daemonHoldingStdout], { env: { PID_FILE: daemonPidFile }, timeout: '1s' }),
+    exec('stall', [stalling], { env: { PID_FILE: stallPidFile }, timeout: '1s' }),
   ],
 };
+/** Gone for good: not running, and reaped (no zombie left in /proc). */
+const reaped = (pid: number) => !existsSync(`/proc/${pid}`);
 
-/** The helper processes of each spawner, as `pgrep -f` finds them by their last argument (the gateway's pid). */
-const HELPER_COMMAND = { native: 'tkgate-spawn-helper', node: 'spawn-helper\\.js' } as const;
 /** What a helper's environment may hold: the native one nothing (sh exports PWD), the Node one its IPC variables. */
 const HELPER_ENV = { native: ['PWD'], node: ['NODE_CHANNEL_FD', 'NODE_CHANNEL_SERIALIZATION_MODE', 'PWD'] } as const;
 
@@ -67,16 +98,22 @@ for (const spawner of ['native', 'node'] as const) {
       { plugin_options: { '@tkgate/plugin-exec': { spawner } } },
       {
         toolkitsDir: toolkitDir({ 'helpers.yaml': helpers }),
-        env: { TKGATE_DB_URL_PROBE: SECRET },
+        env: { TKGATE_DB_URL_PROBE: SECRET, TKGATE_DB_URL: DB_URL_SECRET },
       },
     );
     const client = async () => toolkitClient(s.gateway.base, await s.login('yara'));
     /** This gateway's helpers (other gateways on the machine have their own), of this spawner only. */
-    const helperPids = () => {
-      const found = execFileSync('pgrep', ['-f', `${HELPER_COMMAND[spawner]} ${s.gateway.child.pid}$`])
-        .toString()
-        .trim();
-      return found.split('\n').map(Number);
+    const helperPids = () => helpersOf(s.gateway, spawner);
+    /** A gateway of the test's own on the suite's database, for a test that kills it, and its client. */
+    const ownGateway = async () => {
+      const gateway = await startGateway({
+        config: {
+          db: s.bed.dbConfig,
+          toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false },
+          plugin_options: { '@tkgate/plugin-exec': { spawner } },
+        },
+      });
+      return { gateway, c: toolkitClient(gateway.base, await loginToken(gateway.base, 'yara', passwordOf('yara'))) };
     };
 
     it('lets no ancestor a command can read hold the gateway environment', async () => {
@@ -89,7 +126,7 @@ for (const spawner of ['native', 'node'] as const) {
       expect(output).not.to.include('hunter2');
       expect(output).not.to.include('TKGATE_DB_URL_PROBE');
       // The parent is a spawn helper of this spawner, and holds nothing but what HELPER_ENV allows.
-      expect(helperPids()).to.include(chain[0]);
+      expect(await helperPids()).to.include(chain[0]);
       const parentEnv = output
         .split(/^== \d+$/m)[1]!
         .trim()
@@ -114,7 +151,7 @@ for (const spawner of ['native', 'node'] as const) {
       expect(alive(sleeper)).to.equal(true);
       // Queued behind the running one (max_concurrency 1): admitted only once its place is free.
       const queued = c.get('helpers', 'group');
-      for (const pid of helperPids()) process.kill(pid, 'SIGKILL');
+      for (const pid of await helperPids()) process.kill(pid, 'SIGKILL');
       const failed = await running;
       expect(failed.status).to.equal(500);
       expect(failed.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'spawn_failed' } });
@@ -124,38 +161,132 @@ for (const spawner of ['native', 'node'] as const) {
       for (let i = 0; i < 400 && Number(readFileSync(pidFile, 'utf8')) === sleeper; i++) await sleep(25);
       const second = Number(readFileSync(pidFile, 'utf8'));
       expect(second).not.to.equal(sleeper);
-      for (const pid of helperPids()) process.kill(pid, 'SIGKILL');
+      for (const pid of await helperPids()) process.kill(pid, 'SIGKILL');
       expect((await queued).status).to.equal(500);
       expect(alive(second)).to.equal(false);
       expect((await c.get('helpers', 'text')).body.data).to.deep.equal({ output: 'fine\n' });
       expect(s.gateway.logs.filter((record) => record.msg === 'exec spawn helper exited; starting another').length).to.be.at.least(2);
     });
 
+    it("lets a command find the secrets of the gateway's environment nowhere it can read, nor the gateway's pid in a helper's argv", async () => {
+      const reply = await (await client()).get('helpers', 'scan');
+      expect(reply.status).to.equal(200);
+      expect(reply.body.data, 'where the marker was found').to.deep.equal({ output: '' });
+      for (const pid of await helperPids()) expect(argvOf(pid)).not.to.include(String(s.gateway.child.pid));
+    });
+
+    // The native helper only: the Node helpers cannot become subreapers (Node has no prctl), so a daemon
+    // that leaves its group and its parent escapes them (docs/toolkits.md).
+    it('leaves nothing a command daemonised running, nor a zombie, after its run ends or times out', async function () {
+      if (spawner === 'node') this.skip();
+      const c = await client();
+      for (const [endpoint, status] of [
+        ['daemon', 200],
+        ['daemon-timeout', 500],
+      ] as const) {
+        rmSync(daemonPidFile, { force: true });
+        const reply = await c.get('helpers', endpoint);
+        expect(reply.status, endpoint).to.equal(status);
+        if (status === 500) expect(reply.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'timeout' } });
+        const daemon = Number(readFileSync(daemonPidFile, 'utf8'));
+        await eventually(`the ${endpoint} daemon killed and reaped`, () => reaped(daemon));
+      }
+    });
+
+    it('answers a run whose daemon keeps its stdout open, without taking the helper for stalled', async () => {
+      rmSync(daemonPidFile, { force: true });
+      const reply = await (await client()).get('helpers', 'daemon-holding');
+      const daemon = Number(readFileSync(daemonPidFile, 'utf8'));
+      try {
+        if (spawner === 'native') {
+          // The daemon is killed as the command exits, which ends its stdout.
+          expect(reply.status).to.equal(200);
+          expect(reply.body.data).to.deep.equal({ output: 'started\n' });
+          await eventually('the daemon killed and reaped', () => reaped(daemon));
+        } else {
+          // The Node helper cannot reach it: the run ends at its timeout.
+          expect(reply.status).to.equal(500);
+          expect(reply.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'timeout' } });
+        }
+        expect(s.gateway.logs.some((record) => record.msg === 'exec spawn helper did not answer in time; replacing it')).to.equal(false);
+      } finally {
+        if (alive(daemon)) process.kill(daemon, 'SIGKILL');
+      }
+    });
+
+    it('answers a run whose helper stalls (SIGSTOP) as a timeout, and replaces the helper', async () => {
+      rmSync(stallPidFile, { force: true });
+      const c = await client();
+      const running = c.get('helpers', 'stall');
+      await eventually('the command started', () => existsSync(stallPidFile));
+      const command = Number(readFileSync(stallPidFile, 'utf8'));
+      // The helper running it is its parent; the other helpers go on serving.
+      const parent = Number(/^PPid:\s*(\d+)$/m.exec(readFileSync(`/proc/${command}/status`, 'utf8'))![1]);
+      expect(argvOf(parent)!.join(' ')).to.match(spawner === 'native' ? /tkgate-spawn-helper/ : /spawn-helper\.js/);
+      const stopped = [parent];
+      process.kill(parent, 'SIGSTOP');
+      try {
+        const reply = await Promise.race([running, sleep(25_000).then(() => undefined)]);
+        expect(reply, 'an answer while the helper is stopped').not.to.equal(undefined);
+        expect(reply!.status).to.equal(500);
+        expect(reply!.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'timeout' } });
+        await eventually('the command killed', () => !alive(command));
+        await eventually('the stalled helpers killed', () => stopped.every((pid) => !alive(pid)));
+        expect((await c.get('helpers', 'text')).body.data).to.deep.equal({ output: 'fine\n' });
+        expect(s.gateway.logs.some((record) => record.msg === 'exec spawn helper did not answer in time; replacing it')).to.equal(true);
+      } finally {
+        for (const pid of stopped) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      }
+    });
+
     it('ends every command and its helpers when the gateway dies (SIGKILL: no goodbye)', async () => {
       rmSync(pidFile, { force: true });
-      const gateway = await startGateway({
-        config: {
-          db: s.bed.dbConfig,
-          toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false },
-          plugin_options: { '@tkgate/plugin-exec': { spawner } },
-        },
-      });
-      const c = toolkitClient(gateway.base, await loginToken(gateway.base, 'yara', passwordOf('yara')));
+      const { gateway, c } = await ownGateway();
       const running = c.get('helpers', 'group').catch(() => undefined);
       await eventually('the command started', () => existsSync(pidFile));
       const sleeper = Number(readFileSync(pidFile, 'utf8'));
-      const ownHelpers = execFileSync('pgrep', ['-f', `${HELPER_COMMAND[spawner]} ${gateway.child.pid}$`])
-        .toString()
-        .trim()
-        .split('\n')
-        .map(Number);
+      const ownHelpers = await helpersOf(gateway, spawner);
       await gateway.stop('SIGKILL');
       await running;
       await eventually('the command group killed', () => !alive(sleeper));
       await eventually('the helpers exited', () => ownHelpers.every((pid) => !alive(pid)));
     });
+
+    it('ends what a running command daemonised when the gateway dies (native helper: a subreaper)', async function () {
+      if (spawner === 'node') this.skip();
+      rmSync(daemonPidFile, { force: true });
+      const { gateway, c } = await ownGateway();
+      const running = c.get('helpers', 'daemon-running').catch(() => undefined);
+      await eventually('the daemon started', () => existsSync(daemonPidFile) && readFileSync(daemonPidFile, 'utf8').trim() !== '');
+      const daemon = Number(readFileSync(daemonPidFile, 'utf8'));
+      expect(alive(daemon)).to.equal(true);
+      await gateway.stop('SIGKILL');
+      await running;
+      await eventually('the daemon killed and reaped', () => reaped(daemon));
+    });
   });
 }
+
+describe(`exec with server.workers: the configuration's variables withdrawn (${dialects[0]!.name})`, () => {
+  const s = withDatabase(dialects[0]!, [{ username: 'yara', power: 3 }]);
+
+  it('serves from workers configured by variables the primary withdrew, none of them left where a command can read', async () => {
+    // The database only through the environment: a worker without it would open ./data/tkgate.sqlite, where yara is unknown.
+    const gateway = await startGateway({
+      config: { server: { port: 0, workers: 2 }, toolkits: { dir: toolkitDir({ 'helpers.yaml': helpers }), watch: false } },
+      env: { TKGATE_DB_CLIENT: 'sqlite', TKGATE_DB_FILE: String(s.bed.dbConfig.filename), TKGATE_DB_URL: DB_URL_SECRET },
+    });
+    try {
+      const c = toolkitClient(gateway.base, await loginToken(gateway.base, 'yara', passwordOf('yara')));
+      // The scan reads every process: the primary and both workers.
+      const reply = await c.get('helpers', 'scan');
+      expect(reply.status).to.equal(200);
+      expect(reply.body.data, 'where the marker was found').to.deep.equal({ output: '' });
+    } finally {
+      await gateway.stop();
+    }
+  });
+});
 
 describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
   const missing = path.join(work, 'no-such-helper');
@@ -163,12 +294,6 @@ describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
   const broken = script('broken-helper', 'exit 0');
   const NOT_BUILT = 'exec native spawn helper not built; using the Node spawn helpers';
   const DID_NOT_START = 'exec native spawn helper did not start; using the Node spawn helpers';
-  const nodeHelpers = (gatewayPid: number) =>
-    execFileSync('pgrep', ['-f', `spawn-helper\\.js ${gatewayPid}$`])
-      .toString()
-      .trim()
-      .split('\n')
-      .map(Number);
 
   describe('spawner auto, the native helper not built', () => {
     const s = withGateway(
@@ -184,7 +309,7 @@ describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
     it('runs commands on the Node helpers, saying so once in the log, also after a helper is replaced', async () => {
       const c = toolkitClient(s.gateway.base, await s.login('yara'));
       expect((await c.get('helpers', 'text')).body.data).to.deep.equal({ output: 'fine\n' });
-      const first = nodeHelpers(s.gateway.child.pid!);
+      const first = await helpersOf(s.gateway, 'node');
       expect(first.length).to.be.at.least(1);
       for (const pid of first) process.kill(pid, 'SIGKILL');
       await eventually('the helpers replaced', () => s.gateway.logs.some((record) => record.msg === 'exec spawn helper exited; starting another'));
@@ -211,7 +336,7 @@ describe(`exec spawner choice and fallback (${dialects[0]!.name})`, () => {
       const first = await c.get('helpers', 'text');
       if (first.status !== 200) expect(first.body.error).to.deep.include({ code: 'exec_failed', details: { reason: 'spawn_failed' } });
       await eventually('a run on the Node helpers', async () => (await c.get('helpers', 'text')).status === 200);
-      expect(nodeHelpers(s.gateway.child.pid!).length).to.be.at.least(1);
+      expect((await helpersOf(s.gateway, 'node')).length).to.be.at.least(1);
       expect(s.gateway.logs.filter((record) => record.msg === DID_NOT_START)).to.have.length(1);
     });
   });

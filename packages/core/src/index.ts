@@ -1,6 +1,7 @@
 /** @tkgate/core: the public surface used by the tkgate CLI and by plugins. */
 export { loadServerConfig, ConfigError, DEFAULT_PLUGINS, configurationReference, type ConfigurationEntry } from './config/server-config.js';
 export type { ServerConfig, LoadConfigOptions } from './config/server-config.js';
+export { withdrawConfigEnvironment } from './config/withdraw-environment.js';
 export { parseDuration } from './config/duration.js';
 export { createLogger } from './log.js';
 export type { Logger, LogLevel, LogFields } from './log.js';
@@ -50,6 +51,7 @@ export type {
   EndpointCall,
   EndpointIdentity,
   CheckEnvironment,
+  WarnEnvironment,
   ConfigIssue,
   RequestContext,
   NamedFunction,

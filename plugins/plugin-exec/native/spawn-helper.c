@@ -15,20 +15,26 @@
  *   STARTED (1): u32 pid (= process group) of the command
  *   DONE  (2): u8 reason, i32 exit code, i32 signal, str stdout, str stderr, str cause
  *
- * Started by `sh -c 'exec ... &'` with an empty environment, so it is re-parented to init and no process
- * a command can walk up to holds the gateway's environment. When the gateway goes away (EOF or EPIPE on
- * the link) every command's group is killed and the helper exits.
+ * Started by `sh -c 'exec ... &'` with an empty environment and no argument, so it is re-parented to init
+ * and no process a command can walk up to holds the gateway's environment or names the gateway's pid.
+ * When the gateway goes away (EOF or EPIPE on the link) every command's group is killed and the helper exits.
+ *
+ * Nothing a command starts outlives its run. The helper and each command's main process are subreapers
+ * (PR_SET_CHILD_SUBREAPER): a daemon that double-forks and leaves the group (setsid) is re-parented to the
+ * command while it runs, and to the helper once it has exited. A child of the helper that is no running
+ * command's main process is therefore a leftover of an ended run: it is killed as soon as it arrives (the
+ * main process's exit, a timeout), and reaped, so none lingers as a zombie of init either.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -82,12 +88,59 @@ static void kill_group(struct run *r)
 		kill(-r->pid, SIGKILL); /* ESRCH: the group is gone already */
 }
 
+static int is_running_command(pid_t pid)
+{
+	for (int i = 0; i < MAX_RUNS; i++)
+		if (runs[i].used && !runs[i].exited && runs[i].pid == pid)
+			return 1;
+	return 0;
+}
+
+/*
+ * SIGKILLs every child of the helper that is no running command's main process: what the commands of
+ * ended runs left behind, re-parented here. Their own children arrive in turn and go the same way when
+ * their SIGCHLD is handled. /proc/self/task/<pid>/children lists them in one read (the helper has one thread).
+ */
+static void kill_leftovers(int all)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	for (char *p = buf, *end; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (pid > 0 && (all || !is_running_command((pid_t)pid)))
+			kill((pid_t)pid, SIGKILL);
+	}
+}
+
 /* The gateway is gone: nobody can stop these commands any more, so they end now, and so does the helper. */
 _Noreturn static void shutdown_all(int code)
 {
 	for (int i = 0; i < MAX_RUNS; i++)
 		if (runs[i].used)
 			kill_group(&runs[i]);
+	/*
+	 * What the commands left comes to the helper as each of them dies: kill and reap until no child is
+	 * left (for 2 s at most), so nothing is handed on to init.
+	 */
+	int64_t until = now_ms() + 2000;
+	for (;;) {
+		kill_leftovers(1);
+		pid_t pid = waitpid(-1, NULL, WNOHANG);
+		if (pid < 0 || now_ms() > until)
+			break;
+		if (pid == 0)
+			nanosleep(&(struct timespec){ .tv_nsec = 5000000 }, NULL);
+	}
 	exit(code);
 }
 
@@ -251,49 +304,69 @@ static const char *resolve(const char *file, char **envp, char *buf, size_t size
 	return file; /* posix_spawn reports ENOENT */
 }
 
+/*
+ * The command's side of vfork(): only system calls until execve, on the helper's memory (the helper waits
+ * meanwhile). A failure is left in *failed for the helper to report, as posix_spawn would return it.
+ */
+_Noreturn static void exec_child(const char *file, const char *cwd, char **argv, char **envp, int in_fd, int out_fd, int err_fd,
+				 volatile int *failed)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	/* Its own group (pgid = pid), no blocked signals (we block SIGCHLD), SIGPIPE not ignored (we ignore it). */
+	setpgid(0, 0);
+	signal(SIGPIPE, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* What it starts and leaves stays its own child while it runs, within reach of its run's end. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	if (in_fd < 0)
+		in_fd = open("/dev/null", O_RDONLY);
+	if (in_fd < 0 || dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 || (cwd && chdir(cwd) < 0)) {
+		*failed = errno;
+		_exit(127);
+	}
+	execve(file, argv, envp);
+	*failed = errno;
+	_exit(127);
+}
+
+/* vfork, as glibc's posix_spawn does (no page tables copied), with a prctl posix_spawn cannot make. */
+static pid_t start_child(const char *file, const char *cwd, char **argv, char **envp, const int fds[3], volatile int *failed)
+{
+	pid_t pid = vfork();
+	if (pid == 0)
+		exec_child(file, cwd, argv, envp, fds[0], fds[1], fds[2], failed);
+	return pid;
+}
+
 /* Starts the command in its own process group with pipes for stdout/stderr (and stdin); 0 or an errno. */
 static int spawn_command(struct run *r, const char *file, const char *cwd, char **argv, char **envp, int with_stdin)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, dfl;
 	char found[4096];
-	int rc;
+	volatile int failed = 0;
+	int rc = 0;
 
 	/* O_CLOEXEC: no command inherits another run's pipe ends (its EOF would never come) or the link. */
 	if ((with_stdin && pipe2(in, O_CLOEXEC)) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
 		rc = errno;
 		goto fail_pipes;
 	}
-	posix_spawn_file_actions_init(&fa);
-	if (with_stdin)
-		posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	else
-		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-	if (cwd)
-		posix_spawn_file_actions_addchdir_np(&fa, cwd);
-	posix_spawnattr_init(&attr);
-	/* Its own group (pgid = pid), no blocked signals (we block SIGCHLD), SIGPIPE not ignored (we ignore it). */
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	posix_spawnattr_setpgroup(&attr, 0);
-	sigemptyset(&none);
-	posix_spawnattr_setsigmask(&attr, &none);
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGPIPE);
-	posix_spawnattr_setsigdefault(&attr, &dfl);
-	rc = posix_spawn(&r->pid, resolve(file, envp, found, sizeof found), &fa, &attr, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
+	int fds[3] = { in[0], out[1], err[1] };
+	pid_t pid = start_child(resolve(file, envp, found, sizeof found), cwd, argv, envp, fds, &failed);
+	if (pid < 0) {
+		rc = errno;
+	} else if (failed) {
+		rc = failed;
+		waitpid(pid, NULL, 0);
+	} else {
+		r->pid = pid;
+	}
 	close_fd(&in[0]);
 	close_fd(&out[1]);
 	close_fd(&err[1]);
-	if (rc) {
-		r->pid = 0;
+	if (rc)
 		goto fail_pipes;
-	}
 	r->in_fd = in[1];
 	r->out_fd = out[0];
 	r->err_fd = err[0];
@@ -508,6 +581,7 @@ static void reap(int sfd)
 		;
 	int status;
 	pid_t pid;
+	/* Leftovers of ended runs are reaped here too: they are the helper's children. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		for (int i = 0; i < MAX_RUNS; i++) {
 			struct run *r = &runs[i];
@@ -520,6 +594,7 @@ static void reap(int sfd)
 			finish_if_done(r);
 		}
 	}
+	kill_leftovers(0);
 }
 
 static void read_output(struct run *r, int is_err)
@@ -588,6 +663,9 @@ int main(void)
 		fprintf(stderr, "tkgate-spawn-helper: no link on fd 3; started by the gateway only\n");
 		return 2;
 	}
+	/* Orphans of the commands come here, not to init: see the top of this file. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		return 1;
 	sigset_t chld;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);

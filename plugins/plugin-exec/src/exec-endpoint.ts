@@ -1,6 +1,6 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
-import { GatewayError, jsonDepthExceeds, type AdmissionGate, type ConfigIssue, type EndpointCall } from '@tkgate/core';
+import { GatewayError, jsonDepthExceeds, type AdmissionGate, type ConfigIssue, type EndpointCall, type WarnEnvironment } from '@tkgate/core';
 import type { ExecConfig } from './exec-config.js';
 import { MAX_ARGUMENT_BYTES, type ProcessOutcome, type ProcessSpec } from './run-process.js';
 
@@ -23,6 +23,27 @@ export function checkExecEndpoint(config: ExecConfig): ConfigIssue[] {
     }
   }
   return issues;
+}
+
+/** Room left in the context for what is not the payload (the caller's fields, db_context, request_id). */
+const CONTEXT_ALLOWANCE_BYTES = 4096;
+/** The largest body whose context surely fits in one argument. */
+export const MAX_ARGUMENT_BODY_BYTES = MAX_ARGUMENT_BYTES - CONTEXT_ALLOWANCE_BYTES;
+
+/**
+ * `tkgate config check`'s advice: an endpoint that accepts bodies larger than its command's argument can
+ * take answers them 413 context_too_large; a warning, since smaller requests work.
+ */
+export function warnExecEndpoint(config: ExecConfig, env: WarnEnvironment): ConfigIssue[] {
+  if (config.stdin || env.maxBodyBytes <= MAX_ARGUMENT_BODY_BYTES) return [];
+  return [
+    {
+      path: [],
+      message:
+        `accepts bodies of up to ${env.maxBodyBytes} bytes, but its context goes to the command as one argument (at most ${MAX_ARGUMENT_BYTES} bytes on Linux): ` +
+        `larger requests are answered 413 context_too_large; set client_filter.max_body_bytes to at most ${MAX_ARGUMENT_BODY_BYTES}, or stdin: true`,
+    },
+  ];
 }
 
 /** The program and its arguments: the context JSON is always one argument of its own. */
@@ -52,10 +73,12 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
   const context = JSON.stringify(call.context);
   const oversized = Buffer.byteLength(context) > MAX_ARGUMENT_BYTES;
   if (oversized && !config.stdin) {
-    throw execFailed(
-      'context_too_large',
-      new Error(`the context is ${Buffer.byteLength(context)} bytes, over the ${MAX_ARGUMENT_BYTES}-byte argument limit; set stdin: true`),
-    );
+    // The client sent more than this command can take: its mistake (413), not the gateway's.
+    const bytes = Buffer.byteLength(context);
+    throw new GatewayError(413, 'context_too_large', 'the request is too large for this command', {
+      details: { context_bytes: bytes, limit_bytes: MAX_ARGUMENT_BYTES },
+      cause: new Error(`the context is ${bytes} bytes, over the ${MAX_ARGUMENT_BYTES}-byte argument limit (the endpoint may set stdin: true)`),
+    });
   }
   const leaveEndpoint = await services.endpointGate(call.endpoint.key, config).enter(call.signal);
   try {

@@ -1,6 +1,6 @@
 import { AdmissionGate, EndpointGates, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { execConfigSchema, execOptionsSchema, type ExecConfig } from './exec-config.js';
-import { checkExecEndpoint, runExecEndpoint, type ExecServices } from './exec-endpoint.js';
+import { checkExecEndpoint, runExecEndpoint, warnExecEndpoint, type ExecServices } from './exec-endpoint.js';
 import { SpawnPool } from './spawn-pool.js';
 import { chooseLauncher } from './spawner.js';
 
@@ -9,6 +9,11 @@ export const ERROR_CODES = {
   exec_failed: {
     status: 500,
     meaning: 'The command exited non-zero, timed out, wrote more than max_output_bytes, or could not be started; stderr is logged, never returned.',
+  },
+  context_too_large: {
+    status: 413,
+    meaning:
+      "The request context (the payload with the caller's fields) is larger than one argument of an exec command may be (Linux: 128 KiB) and the endpoint does not pass it on stdin; `details` gives `context_bytes` and `limit_bytes`.",
   },
 } as const;
 
@@ -34,11 +39,15 @@ const plugin: TkgatePlugin = {
       type: 'exec',
       configSchema: execConfigSchema,
       check: checkExecEndpoint,
+      warn: warnExecEndpoint,
       execute: (call) => runExecEndpoint(call, services),
-      describeResponse: () => ({
+      describeResponse: (config) => ({
         data: { description: 'The command\'s stdout parsed as JSON, or {"output": "<text>"} when it is not JSON.' },
         errors: [
           { status: 500, code: 'exec_failed', description: 'the command failed, timed out or wrote too much; details.reason says which.' },
+          ...(config.stdin
+            ? []
+            : [{ status: 413, code: 'context_too_large', description: 'the request context is larger than one command argument may be (128 KiB).' }]),
           { status: 503, code: 'busy', description: 'too many commands run or wait; see Retry-After.' },
         ],
       }),

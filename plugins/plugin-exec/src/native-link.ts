@@ -134,8 +134,8 @@ class FrameReader {
 }
 
 /** `sh` starts the helper in the background and exits, so it is re-parented to init (see node-link.ts). */
-export function launchNativeHelper(binary: string, events: HelperEvents & { hello?(): void }, log: Logger): HelperLink {
-  const channel = spawn('/bin/sh', ['-c', 'exec "$0" "$@" </dev/null &', binary, String(process.pid)], {
+export function launchNativeHelper(binary: string, events: HelperEvents, log: Logger): HelperLink {
+  const channel = spawn('/bin/sh', ['-c', 'exec "$0" </dev/null &', binary], {
     stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
     env: {},
   });
@@ -154,7 +154,7 @@ export function launchNativeHelper(binary: string, events: HelperEvents & { hell
     const type = frame.readUInt8(4);
     const id = frame.readUInt32LE(5);
     let reply: HelperReply | undefined;
-    if (type === REP_HELLO) events.hello?.();
+    if (type === REP_HELLO) reply = { type: 'hello', pid: frame.readUInt32LE(9) };
     else if (type === REP_STARTED) reply = { type: 'started', id, pid: frame.readUInt32LE(9) };
     else if (type === REP_DONE) reply = { type: 'done', id, outcome: decodeDone(frame) };
     if (reply) events.reply(reply);

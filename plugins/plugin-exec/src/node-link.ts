@@ -8,11 +8,11 @@ const helperScript = fileURLToPath(new URL('./spawn-helper.js', import.meta.url)
 
 /**
  * How a helper starts: `sh` starts it in the background and exits at once, so the helper is re-parented to
- * init (or the nearest subreaper) and the gateway, whose environment holds its secrets (TKGATE_DB_URL...),
- * is no ancestor of any command. Its environment is empty but for Node's IPC channel variables; the IPC
- * channel (fd 3) passes through sh to it.
+ * init (or the nearest subreaper) and the gateway is no ancestor of any command. Its environment is empty
+ * but for Node's IPC channel variables, and no argument names the gateway's pid; the IPC channel (fd 3)
+ * passes through sh to it.
  */
-const LAUNCH = ['-c', 'exec "$0" "$@" </dev/null &', process.execPath, '--max-old-space-size=64', helperScript, String(process.pid)];
+const LAUNCH = ['-c', 'exec "$0" "$@" </dev/null &', process.execPath, '--max-old-space-size=64', helperScript];
 
 /** A Node spawn helper (spawn-helper.ts), talked to over Node's IPC channel. */
 export function launchNodeHelper(events: HelperEvents, log: Logger): HelperLink {

@@ -9,19 +9,23 @@ export function killGroup(pgid: number): void {
   }
 }
 
-/** Whether any process of the group is still running: zombies (killed, not yet reaped by init) are dead. */
-function groupRunning(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-  } catch {
-    return false;
-  }
+interface ProcessStat {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+  /** Not a zombie (killed, not yet reaped). */
+  running: boolean;
+}
+
+/** Every process in /proc (undefined without /proc). */
+function processes(): ProcessStat[] | undefined {
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return true; // No /proc: trust kill(2).
+    return undefined;
   }
+  const found: ProcessStat[] = [];
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -31,10 +35,57 @@ function groupRunning(pgid: number): boolean {
       continue;
     }
     // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so read after the last ')'.
-    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true;
+    const [state, ppid, pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    found.push({ pid: Number(entry), ppid: Number(ppid), pgrp: Number(pgrp), running: state !== 'Z' && state !== 'X' });
   }
-  return false;
+  return found;
+}
+
+/** Whether any process of the group is still running: zombies (killed, not yet reaped by init) are dead. */
+function groupRunning(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch {
+    return false;
+  }
+  const all = processes();
+  return all === undefined || all.some((entry) => entry.pgrp === pgid && entry.running); // No /proc: trust kill(2).
+}
+
+/** The running descendants of `pid` (children, their children ...). */
+function descendants(pid: number): number[] {
+  const all = processes() ?? [];
+  const found: number[] = [];
+  let parents = new Set([pid]);
+  while (parents.size > 0) {
+    const children = all.filter((entry) => parents.has(entry.ppid));
+    found.push(...children.filter((entry) => entry.running).map((entry) => entry.pid));
+    parents = new Set(children.map((entry) => entry.pid));
+  }
+  return found;
+}
+
+const signal = (pid: number, name: NodeJS.Signals) => {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // Gone already.
+  }
+};
+
+/**
+ * Ends a spawn helper that stopped answering, and everything under it: the helper is frozen first (SIGSTOP)
+ * so it starts nothing more, its descendants (its commands and, as it is their subreaper, what they left)
+ * are SIGKILLed until none runs (or `deadlineMs` passed), then the helper itself.
+ */
+export async function killTree(pid: number, deadlineMs = 5000): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  signal(pid, 'SIGSTOP');
+  for (let left = descendants(pid); left.length > 0 && Date.now() < until; left = descendants(pid)) {
+    for (const child of left) signal(child, 'SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  signal(pid, 'SIGKILL');
 }
 
 /** Kills the group and resolves once none of it runs any more (or after `deadlineMs`, with false). */

@@ -66,7 +66,15 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       stopped ??= why;
       killOwnGroup();
     };
-    const timer = setTimeout(() => stop('timeout'), spec.timeoutMs);
+    const timer = setTimeout(() => {
+      stop('timeout');
+      // Exited, yet something outside its group (a daemon) holds the pipes: stop waiting for their end, as
+      // the native helper does, rather than leave the run to the gateway's deadline.
+      if (child.exitCode !== null || child.signalCode !== null) {
+        child.stdout!.destroy();
+        child.stderr!.destroy();
+      }
+    }, spec.timeoutMs);
     const onAbort = () => stop('aborted');
     spec.signal.addEventListener('abort', onAbort, { once: true });
     if (spec.signal.aborted) stop('aborted');

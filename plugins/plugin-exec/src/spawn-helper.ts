@@ -3,14 +3,15 @@
  * process for a time that grows with its memory (measured: 1.3 ms at 53 MB RSS, 15.5 ms at 253 MB), so
  * the gateway, large and serving every request, never spawns itself: it sends each run here over IPC.
  *
- * Started with an empty environment and re-parented away from the gateway (spawn-pool.ts), so that no
- * process a command can walk up to through /proc/<ppid> holds the gateway's environment.
- * argv[2] is the gateway's pid: for `ps` and for operators, nothing reads it here.
+ * Started with an empty environment, no argument naming the gateway, and re-parented away from it
+ * (node-link.ts), so that no process a command can walk up to through /proc/<ppid> holds the gateway's
+ * environment. It says hello with its pid, which the gateway logs.
  */
 import { runProcess, type ProcessSpec } from './run-process.js';
 
 export type HelperRequest = { type: 'run'; id: number; spec: Omit<ProcessSpec, 'signal' | 'onStart'> } | { type: 'abort'; id: number };
-export type HelperReply = { type: 'started'; id: number; pid: number } | { type: 'done'; id: number; outcome: SerializedOutcome };
+export type HelperReply =
+  { type: 'hello'; pid: number } | { type: 'started'; id: number; pid: number } | { type: 'done'; id: number; outcome: SerializedOutcome };
 export type SerializedOutcome =
   Awaited<ReturnType<typeof runProcess>> extends infer O ? (O extends { cause?: Error } ? Omit<O, 'cause'> & { cause?: string } : O) : never;
 
@@ -31,6 +32,8 @@ process.on('message', (message: HelperRequest) => {
     reply({ type: 'done', id: message.id, outcome: (cause ? { ...rest, cause: cause.message } : rest) as SerializedOutcome });
   });
 });
+
+reply({ type: 'hello', pid: process.pid });
 
 // The gateway went away (stop, crash): end every command still running, then this helper.
 process.on('disconnect', () => {

@@ -1,6 +1,6 @@
 import type { Logger } from '@tkgate/core';
 import type { HelperLink, LaunchHelper } from './helper-link.js';
-import { killGroupAndWait } from './process-groups.js';
+import { killGroupAndWait, killTree } from './process-groups.js';
 import type { ProcessOutcome, ProcessSpec } from './run-process.js';
 import type { HelperReply, HelperRequest } from './spawn-helper.js';
 
@@ -8,13 +8,24 @@ interface Run {
   finish(outcome: ProcessOutcome): void;
   /** The command's pid, which is also its process group: known once the helper has started it. */
   pgid?: number;
+  /** The helper did not answer by the run's deadline: the run ends as a timeout, not a spawn failure. */
+  overdue?: boolean;
 }
 
 /** A helper that dies sooner than this after its start is taken for one that cannot start. */
 const STARTUP_MS = 1000;
+/**
+ * How long past a run's timeout the gateway waits for its helper's answer: the helper enforces the
+ * timeout itself, so a helper silent this much longer is stalled (stopped, hung) and is replaced.
+ */
+export const STALL_MARGIN_MS = 5000;
+/** setTimeout's largest delay; a longer one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface Helper {
   link?: HelperLink;
+  /** Its pid, from its hello. */
+  pid?: number;
   startedAt: number;
   runs: Map<number, Run>;
   gone: boolean;
@@ -26,7 +37,8 @@ interface Helper {
  * endpoints, or `tkgate config check`, never forks them). A helper that dies is replaced (at once, or with
  * the next run if it died as it started); its runs' process groups are killed, and each run fails as
  * spawn_failed only once its group is gone, so the admission places it held are freed only when nothing
- * of it still runs.
+ * of it still runs. The gateway keeps its own deadline on every run (its timeout + STALL_MARGIN_MS): a
+ * helper that has not answered by then is stalled, and is killed with all it started and replaced.
  */
 export class SpawnPool {
   private readonly helpers: Helper[] = [];
@@ -48,8 +60,10 @@ export class SpawnPool {
     const { signal, onStart: _onStart, ...rest } = spec;
     return new Promise((resolve) => {
       const onAbort = () => this.send(helper, { type: 'abort', id });
+      const deadline = setTimeout(() => this.overdue(helper, id), Math.min(spec.timeoutMs + STALL_MARGIN_MS, MAX_TIMER_MS));
       helper.runs.set(id, {
         finish: (outcome) => {
+          clearTimeout(deadline);
           signal.removeEventListener('abort', onAbort);
           resolve(outcome);
         },
@@ -76,6 +90,11 @@ export class SpawnPool {
   }
 
   private receive(helper: Helper, reply: HelperReply): void {
+    if (reply.type === 'hello') {
+      helper.pid = reply.pid;
+      this.log.info('exec spawn helper started', { pid: reply.pid });
+      return;
+    }
     const run = helper.runs.get(reply.id);
     if (!run) return;
     if (reply.type === 'started') {
@@ -104,11 +123,24 @@ export class SpawnPool {
     for (const run of runs) void this.failRun(run);
   }
 
+  /** The run's helper has not answered in its timeout + STALL_MARGIN_MS: it is ended with all it started. */
+  private overdue(helper: Helper, id: number): void {
+    const run = helper.runs.get(id);
+    if (!run || helper.gone) return;
+    run.overdue = true;
+    this.log.error('exec spawn helper did not answer in time; replacing it', { pid: helper.pid, margin_ms: STALL_MARGIN_MS });
+    const { pid } = helper;
+    this.helperGone(helper);
+    helper.link?.close();
+    if (pid !== undefined) void killTree(pid);
+  }
+
   /** A run whose helper died: its commands no longer have anyone to stop them, so they are killed here. */
   private async failRun(run: Run): Promise<void> {
     if (run.pgid !== undefined && !(await killGroupAndWait(run.pgid))) {
       this.log.warn('exec process group still running 5 s after SIGKILL', { pgid: run.pgid });
     }
-    run.finish({ ok: false, reason: 'spawn_failed', stderr: '', cause: new Error('the spawn helper running the command died') });
+    if (run.overdue) run.finish({ ok: false, reason: 'timeout', stderr: '', cause: new Error('the spawn helper did not answer in time') });
+    else run.finish({ ok: false, reason: 'spawn_failed', stderr: '', cause: new Error('the spawn helper running the command died') });
   }
 }

@@ -48,8 +48,10 @@ export function chooseLauncher(choice: SpawnerChoice, log: Logger): LaunchHelper
     return launchNativeHelper(
       binary,
       {
-        reply: events.reply,
-        hello: () => (greeted = true),
+        reply: (reply) => {
+          if (reply.type === 'hello') greeted = true;
+          events.reply(reply);
+        },
         gone: () => {
           if (!greeted && choice === 'auto' && native) {
             native = false;

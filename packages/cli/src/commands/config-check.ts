@@ -3,7 +3,7 @@ import { checkToolkitDirectory, createLogger } from '@tkgate/core';
 import type { Command } from './command.js';
 import { configFrom } from './context.js';
 
-/** Lists every problem of every toolkit file (one per line) and exits 1 if there is any. */
+/** Lists every problem of every toolkit file (one per line) and exits 1 if there is any; warnings are listed and refuse nothing. */
 export const configCheck: Command = {
   name: 'config check',
   usage: 'config check [DIR|FILE]',
@@ -19,6 +19,7 @@ export const configCheck: Command = {
       createLogger('error', (line) => process.stderr.write(line + '\n')),
     );
     for (const problem of result.problems) process.stdout.write(`${problem.file}: ${problem.path || '(file)'}: ${problem.message}\n`);
+    for (const warning of result.warnings) process.stdout.write(`${warning.file}: ${warning.path}: warning: ${warning.message}\n`);
     if (result.problems.length > 0) {
       process.stderr.write(`tkgate config check: ${result.problems.length} problem(s) in ${target}\n`);
       return 1;

@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, serve, StartCancelled, type Logger, type Serving } from '@tkgate/core';
+import { ConfigError, createLogger, serve, StartCancelled, withdrawConfigEnvironment, type Logger, type Serving } from '@tkgate/core';
 import { UsageError } from '../cli-error.js';
 import { VERSION } from '../version.js';
 import type { Command } from './command.js';
@@ -59,11 +59,14 @@ export const start: Command = {
   async run({ values }) {
     const signals = listenForSignals();
     const config = configFrom(values, portOverride(values.port));
+    // Read: out of the environment, where the commands of exec endpoints could find them (docs/operating.md).
+    const withdrawn = withdrawConfigEnvironment();
     const log = createLogger(config.log.level);
+    if (!withdrawn.hidden) log.warn("the configuration's environment variables stay readable in /proc/<pid>/environ", { pid: process.pid });
     signals.attach(log);
     let gateway: Serving;
     try {
-      gateway = await serve(config, log, { version: VERSION, signal: signals.signal });
+      gateway = await serve(config, log, { version: VERSION, signal: signals.signal, workerEnv: withdrawn.values });
     } catch (err) {
       if (err instanceof StartCancelled) {
         log.info('stopped during start-up', { signal: signals.signalName() });

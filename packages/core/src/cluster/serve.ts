@@ -19,8 +19,11 @@ export interface Serving {
   stop(): Promise<void>;
 }
 
-/** What `tkgate start` passes on: the version for the start-up lines, and the signal that cancels a start. */
-export type ServeOptions = Pick<GatewayOptions, 'version' | 'signal'>;
+/**
+ * What `tkgate start` passes on: the version for the start-up lines, the signal that cancels a start, and
+ * the configuration's environment variables it withdrew from this process, which workers read again.
+ */
+export type ServeOptions = Pick<GatewayOptions, 'version' | 'signal'> & { workerEnv?: Record<string, string> };
 
 const SLOT_ENV = 'TKGATE_WORKER_SLOT';
 const LISTENING = 'tkgate:listening';
@@ -81,7 +84,7 @@ async function serveAsPrimary(config: ServerConfig, log: Logger, options: ServeO
   let stopping = false;
 
   const fork = (slot: number): Promise<ListeningMessage> => {
-    const worker = cluster.fork({ [SLOT_ENV]: String(slot) });
+    const worker = cluster.fork({ ...options.workerEnv, [SLOT_ENV]: String(slot) });
     const startedAt = Date.now();
     let listened = false;
     workers.set(slot, worker);

@@ -136,6 +136,13 @@ function convictSchema(node: Declaration): convict.Schema<unknown> {
   return schema as convict.Schema<unknown>;
 }
 
+/** The environment variables the configuration reads: TKGATE_CONFIG and each setting's. */
+export function configEnvironmentNames(): string[] {
+  const names = ['TKGATE_CONFIG'];
+  eachSetting(declaration, (_key, setting) => setting.env && names.push(setting.env));
+  return names;
+}
+
 /** Environment strings read by their settings: a bad value stops the start naming the variable. */
 function readEnvironment(env: NodeJS.ProcessEnv): Record<string, unknown> {
   const values: Record<string, unknown> = {};

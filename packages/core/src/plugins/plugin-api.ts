@@ -103,6 +103,12 @@ export interface EndpointType<Config> {
    */
   check?(config: Config, env: CheckEnvironment): ConfigIssue[];
   /**
+   * Optional: advice on an endpoint that loaded, which never refuses it: `tkgate config check` prints it
+   * as warnings (limits that let through requests the endpoint cannot serve, say). Paths are relative to
+   * the endpoint.
+   */
+  warn?(config: Config, env: WarnEnvironment): ConfigIssue[];
+  /**
    * Runs one request. Return JSON-able data for the envelope (`undefined` is `null`), `reply(data, {
    * status, headers })`, a StreamedResponse, or throw a GatewayError.
    */
@@ -119,6 +125,11 @@ export interface EndpointType<Config> {
 export interface ConfigIssue {
   path: Array<string | number>;
   message: string;
+}
+
+export interface WarnEnvironment {
+  /** The largest request body the endpoint accepts (client_filter.max_body_bytes, else server.max_body_bytes); 0 when it serves GET only. */
+  maxBodyBytes: number;
 }
 
 export interface CheckEnvironment {

@@ -1,13 +1,15 @@
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { ConfigError, type ServerConfig } from '../config/server-config.js';
 import { openDatabase, type Database } from '../db/connect.js';
 import { openPreparedReads } from '../db/prepared-reads.js';
 import { createLogger, type Logger } from '../log.js';
 import type { EndpointTypes } from '../plugins/endpoint-types.js';
+import type { ConfigIssue } from '../plugins/plugin-api.js';
 import { loadPlugins } from '../plugins/plugin-loader.js';
 import { compileToolkitText } from './compile-toolkit.js';
-import type { ToolkitProblem } from './config-issues.js';
+import { formatPath, type ToolkitProblem } from './config-issues.js';
 import { readDatabaseSchema } from './database-schema.js';
 import { ToolkitRegistry, type ToolkitSnapshot } from './toolkit-registry.js';
 
@@ -15,6 +17,8 @@ export interface DirectoryCheck {
   files: number;
   toolkits: string[];
   problems: ToolkitProblem[];
+  /** What the loaded endpoints' types advise (EndpointType.warn): never a refusal. */
+  warnings: ToolkitProblem[];
   /** The toolkits that loaded. */
   snapshot: ToolkitSnapshot;
 }
@@ -63,11 +67,38 @@ export async function withLoadedPlugins<T>(config: ServerConfig, log: Logger, wo
   }
 }
 
+/** Each loaded endpoint's warnings, from its type's `warn` (a `warn` that throws is skipped: it refuses nothing). */
+function endpointWarnings(snapshot: ToolkitSnapshot, serverMaxBodyBytes: number): ToolkitProblem[] {
+  const warnings: ToolkitProblem[] = [];
+  for (const toolkit of snapshot.values()) {
+    const endpoints = new Set([...toolkit.routes.values()].flatMap((byMethod) => [...byMethod.values()]));
+    for (const endpoint of endpoints) {
+      const takesBody = endpoint.methods.some((method) => method !== 'GET');
+      const maxBodyBytes = takesBody ? (endpoint.clientFilter.maxBodyBytes ?? serverMaxBodyBytes) : 0;
+      let issues: ConfigIssue[] = [];
+      try {
+        issues = endpoint.type.warn?.(endpoint.typeConfig, { maxBodyBytes }) ?? [];
+      } catch {
+        continue;
+      }
+      for (const issue of issues)
+        warnings.push({ file: path.basename(toolkit.file), path: formatPath(['endpoint', endpoint.path, ...issue.path]), message: issue.message });
+    }
+  }
+  return warnings;
+}
+
 /**
  * `tkgate config check [DIR|FILE]`: loads a directory (or one file) exactly as `tkgate start` would (same
- * plugins, same live database schema) and reports every problem rather than the first.
+ * plugins, same live database schema) and reports every problem rather than the first, and the warnings
+ * of what loaded.
  */
-export function checkToolkitDirectory(target: string, config: ServerConfig, log: Logger): Promise<DirectoryCheck> {
+export async function checkToolkitDirectory(target: string, config: ServerConfig, log: Logger): Promise<DirectoryCheck> {
+  const check = await loadForCheck(target, config, log);
+  return { ...check, warnings: endpointWarnings(check.snapshot, config.server.max_body_bytes) };
+}
+
+function loadForCheck(target: string, config: ServerConfig, log: Logger): Promise<Omit<DirectoryCheck, 'warnings'>> {
   const oneFile = statSync(target, { throwIfNoEntry: false })?.isFile() ?? false;
   if (!oneFile) requireToolkitDirectory(target);
   return withLoadedPlugins(config, log, async (types, db) => {
