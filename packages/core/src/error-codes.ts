@@ -31,7 +31,11 @@ export const CORE_ERROR_CODES = {
   internal_error: { status: 500, meaning: 'Anything unexpected; the cause is logged with the request id, never shown.' },
   db_context_failed: { status: 500, meaning: 'inject_db_context could not read the database.' },
   unavailable: { status: 503, meaning: 'The database refused or did not answer in time; nothing was changed, so a retry does the work.' },
-  busy: { status: 503, meaning: 'A bounded queue is full (password hashing, commands); `Retry-After` says when to try again.' },
+  busy: {
+    status: 503,
+    meaning:
+      'A bounded queue is full (password hashing, commands), or a login waited too long for the outcome of others of its username; `Retry-After` says when to try again.',
+  },
 } as const satisfies Record<string, ErrorCodeDeclaration>;
 
 export type CoreErrorCode = keyof typeof CORE_ERROR_CODES;
