@@ -84,6 +84,9 @@ export const invalidPayload = (problems: FieldProblem[], message = 'the request 
 export const payloadTooLarge = (limit: number): GatewayError =>
   coreError('payload_too_large', `the request body is larger than ${limit} bytes`, { details: { max_body_bytes: limit } });
 
+export const requestTimeout = (timeoutMs: number): GatewayError =>
+  coreError('request_timeout', `the request body did not arrive within ${timeoutMs / 1000} s`, { details: { body_timeout_s: timeoutMs / 1000 } });
+
 export const unauthorized = (message = 'a valid session token is required'): GatewayError => coreError('unauthorized', message);
 
 export const forbidden = (message: string): GatewayError => coreError('forbidden', message);

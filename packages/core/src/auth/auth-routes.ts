@@ -11,7 +11,7 @@ import { status } from './status.js';
 /** The four endpoints under {base}/auth/, each a list of steps. Any other method on these paths is 405. */
 export function authRoutes(services: AuthServices): GatewayMiddleware {
   const { config, sessions } = services;
-  const body = readJsonObjectBody(config.server.max_body_bytes);
+  const body = readJsonObjectBody(config.server.max_body_bytes, config.server.body_timeout_ms);
   const authenticated = authenticate(sessions, { countsAsUse: true });
   return routeTable(config.server.base_url, [
     { method: 'POST', path: '/auth/login', steps: [body, login(services)] },

@@ -40,7 +40,7 @@ export function toolkitPipeline(s: PipelineServices): PipelineStep[] {
     toolkitStep(s.registry), //          1. toolkit exists and is enabled       404 toolkit_not_found
     routeStep(s.registry.lifetimes), //  2. endpoint path and method            404 endpoint_not_found, 405
     permissionStep, //                   3. caller's power >= min_power         403 forbidden
-    payloadFilterStep(s.config.server.max_body_bytes), // 4. client_filter     400 invalid_payload
+    payloadFilterStep(s.config.server.max_body_bytes, s.config.server.body_timeout_ms), // 4. client_filter     400 invalid_payload
     dbContextStep(s.db, s.reads), //     5. inject_db_context                   500 db_context_failed
     groupStep(s.db, s.reads), //         6. toolkit group
     contextStep, //                      7. request context
