@@ -31,7 +31,10 @@ export const CORE_ERROR_CODES = {
   rate_limited: { status: 429, meaning: 'Too many failed logins for this username and client address; `Retry-After` says when to try again.' },
   internal_error: { status: 500, meaning: 'Anything unexpected; the cause is logged with the request id, never shown.' },
   db_context_failed: { status: 500, meaning: 'inject_db_context could not read the database.' },
-  unavailable: { status: 503, meaning: 'The database refused or did not answer in time; nothing was changed, so a retry does the work.' },
+  unavailable: {
+    status: 503,
+    meaning: 'The database refused, failed or did not answer within db.timeout; `Retry-After` says when to retry (logout and clear-sessions changed nothing).',
+  },
   busy: {
     status: 503,
     meaning:

@@ -104,6 +104,9 @@ export const rateLimited = (retryAfterSeconds: number): GatewayError =>
 
 export const internalError = (cause?: unknown): GatewayError => coreError('internal_error', 'internal error', { cause });
 
-/** The database refused a write that must be durable before the answer (logout, clear-sessions): nothing changed, retry. */
-export const unavailable = (cause?: unknown): GatewayError =>
-  coreError('unavailable', 'the session database refused the change; nothing was changed, try again', { headers: { 'Retry-After': '1' }, cause });
+/**
+ * The database refused a write that must be durable before the answer (logout, clear-sessions: nothing
+ * changed, retry), or failed or did not answer within db.timeout on the request path.
+ */
+export const unavailable = (cause?: unknown, message = 'the session database refused the change; nothing was changed, try again'): GatewayError =>
+  coreError('unavailable', message, { headers: { 'Retry-After': '1' }, cause });

@@ -52,6 +52,14 @@ const declaration = {
     client: oneOf(['sqlite', 'mysql'], 'sqlite', { doc: 'sqlite or mysql', env: 'TKGATE_DB_CLIENT' }),
     filename: filePath('./data/tkgate.sqlite', { doc: 'SQLite file (directory created)', env: 'TKGATE_DB_FILE' }),
     url: text('', { doc: 'MySQL/MariaDB URL, e.g. mysql://user:pass@127.0.0.1:3306/tkgate', env: 'TKGATE_DB_URL', sensitive: true }),
+    timeout: duration(
+      '5s',
+      {
+        doc: 'longest wait for the database: a connection, a query, a lock; past it a request is answered 503 unavailable with Retry-After',
+        env: 'TKGATE_DB_TIMEOUT',
+      },
+      { minMs: 100 },
+    ),
   },
   sessions: {
     idle_timeout: duration('30m', { doc: 'expiry after non-use', env: 'TKGATE_IDLE_TIMEOUT' }),
