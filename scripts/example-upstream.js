@@ -31,4 +31,7 @@ http
       }
     });
   })
-  .listen(port, '127.0.0.1', () => process.stdout.write(`example upstream on http://127.0.0.1:${port}\n`));
+  // PORT=0 picks a free port (the tests do); the line names the port actually bound.
+  .listen(port, '127.0.0.1', function () {
+    process.stdout.write(`example upstream on http://127.0.0.1:${this.address().port}\n`);
+  });

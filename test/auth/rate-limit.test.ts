@@ -7,7 +7,7 @@ import { authClient } from '../support/http.js';
 
 for (const dialect of dialects) {
   describe(`failed-login limit (${dialect.name})`, () => {
-    const s = withDatabase(dialect, [{ username: 'mia' }, { username: 'ned' }, { username: 'ola' }, { username: 'pam' }]);
+    const s = withDatabase(dialect, [{ username: 'mia' }, { username: 'ned' }, { username: 'ola' }, { username: 'pam' }, { username: 'quy' }]);
     let gateway: GatewayProcess | undefined;
 
     afterEach(async () => {
@@ -34,6 +34,13 @@ for (const dialect of dialects) {
       expect((await auth.login('ned', passwordOf('ned'))).status).to.equal(200);
       await sleep(2100);
       expect((await auth.login('mia', passwordOf('mia'))).status).to.equal(200);
+    });
+
+    it('lets 40 concurrent logins with the right password all in: the limit is on wrong passwords', async function () {
+      this.timeout(60_000);
+      const auth = await start(false);
+      const replies = await Promise.all(Array.from({ length: 40 }, () => auth.login('quy', passwordOf('quy'))));
+      expect(replies.map((reply) => reply.status)).to.deep.equal(Array(40).fill(200));
     });
 
     it('keys on the socket address and ignores X-Forwarded-For unless server.trust_proxy is set', async () => {

@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { runCli } from '../support/cli.js';
@@ -6,17 +7,40 @@ import { dialects } from '../support/databases.js';
 import { sleep } from '../support/fixtures.js';
 import { startGateway, writeConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { loginToken, toolkitClient } from '../support/http.js';
-import { repoRoot } from '../support/paths.js';
+import { repoRoot, tempDir } from '../support/paths.js';
 import { withDatabase } from '../support/suite.js';
 
-/** The toolkit `npm start` serves, exactly as shipped, and the README's calls against it. */
+/**
+ * The example upstream on a free port (PORT=0): the README's own one may be running on 9001 beside the tests.
+ * Resolves once it listens, with its port.
+ */
+async function startExampleUpstream(): Promise<{ child: ChildProcessWithoutNullStreams; port: number }> {
+  const child = spawn(process.execPath, [path.join(repoRoot, 'scripts/example-upstream.js')], { env: { ...process.env, PORT: '0' } });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.once('data', (chunk: Buffer) => resolve(Number(/:(\d+)\s*$/.exec(chunk.toString())?.[1])));
+    child.once('exit', (code) => reject(new Error(`the example upstream exited (${code}) before listening`)));
+  });
+  return { child, port };
+}
+
+/** config/toolkits/notes.yaml as shipped, in a directory of its own, its upstream's port 9001 replaced by `port`. */
+function notesToolkitOn(port: number): string {
+  const dir = tempDir('tkgate-toolkits-');
+  const shipped = readFileSync(path.join(repoRoot, 'config/toolkits/notes.yaml'), 'utf8');
+  writeFileSync(path.join(dir, 'notes.yaml'), shipped.replaceAll('http://127.0.0.1:9001/', `http://127.0.0.1:${port}/`));
+  return dir;
+}
+
+/** The toolkit `npm start` serves, as shipped (but for its upstream's port), and the README's calls against it. */
 for (const dialect of dialects) {
   describe(`the example toolkit config/toolkits/notes.yaml (${dialect.name})`, () => {
     const s = withDatabase(dialect, []);
     let gateway: GatewayProcess;
     let notes: ReturnType<typeof toolkitClient>;
+    let upstream: Awaited<ReturnType<typeof startExampleUpstream>>;
 
     before(async () => {
+      upstream = await startExampleUpstream();
       const config = writeConfig({ db: s.bed.dbConfig });
       const created = await runCli(['example', 'setup', '--config', config]);
       expect(created.code, created.stderr).to.equal(0);
@@ -26,10 +50,11 @@ for (const dialect of dialects) {
       expect(added.code, added.stderr).to.equal(0);
       const check = await runCli(['config', 'check', path.join(repoRoot, 'config/toolkits'), '--config', config]);
       expect(check.code, check.stdout + check.stderr).to.equal(0);
-      gateway = await startGateway({ config: { db: s.bed.dbConfig, toolkits: { dir: path.join(repoRoot, 'config/toolkits'), watch: false } } });
+      gateway = await startGateway({ config: { db: s.bed.dbConfig, toolkits: { dir: notesToolkitOn(upstream.port), watch: false } } });
       notes = toolkitClient(gateway.base, await loginToken(gateway.base, 'admin', 'correct horse'));
     });
     after(async () => {
+      upstream?.child.kill();
       await gateway?.stop();
     });
 
@@ -53,24 +78,16 @@ for (const dialect of dialects) {
     });
 
     it('proxies hello and export to the example upstream, and answers 502 without it', async () => {
-      const upstream = spawn(process.execPath, [path.join(repoRoot, 'scripts/example-upstream.js')], { stdio: ['ignore', 'pipe', 'pipe'] });
-      const listening = await new Promise<boolean>((resolve) => {
-        upstream.stdout.once('data', () => resolve(true));
-        upstream.once('exit', () => resolve(false));
-      });
-      try {
-        if (listening) {
-          const hello = await notes.get('notes', 'hello');
-          expect(hello.status).to.equal(200);
-          expect(hello.body.data).to.include({ greeting: 'Hello, admin', group: 'reader' });
-          expect(hello.body.data.member_since).to.be.a('number');
-          const csv = await notes.get('notes', 'export');
-          expect(csv.headers.get('content-disposition')).to.equal('attachment; filename="me.csv"');
-          expect(csv.body).to.equal('field,value\nusername,admin\ntoolkit_group,reader\n');
-        }
-      } finally {
-        upstream.kill();
-      }
+      const hello = await notes.get('notes', 'hello');
+      expect(hello.status).to.equal(200);
+      expect(hello.body.data).to.include({ greeting: 'Hello, admin', group: 'reader' });
+      expect(hello.body.data.member_since).to.be.a('number');
+      const csv = await notes.get('notes', 'export');
+      expect(csv.headers.get('content-disposition')).to.equal('attachment; filename="me.csv"');
+      expect(csv.body).to.equal('field,value\nusername,admin\ntoolkit_group,reader\n');
+      const exited = new Promise((resolve) => upstream.child.once('exit', resolve));
+      upstream.child.kill();
+      await exited;
       await sleep(100);
       const down = await notes.get('notes', 'hello');
       expect(down.status).to.equal(502);

@@ -4,7 +4,8 @@ import { startGateway, type GatewayProcess } from '../support/gateway-process.js
 import { call } from '../support/http.js';
 import { eventually } from '../support/ops.js';
 import { startPrivateMariadb, type PrivateMariadb } from '../support/private-mariadb.js';
-import { withGateway } from '../support/suite.js';
+import { refuseReadinessWrites, type RefusedReadinessWrites } from '../support/refused-writes.js';
+import { withDatabase, withGateway } from '../support/suite.js';
 import { tempDir } from '../support/paths.js';
 
 const root = (gateway: GatewayProcess) => `http://127.0.0.1:${gateway.port}`;
@@ -80,3 +81,39 @@ describe('readiness with the database gone (a private MariaDB paused, then kille
     expect(JSON.stringify(gone.body)).not.to.match(/ECONNREFUSED|127\.0\.0\.1/);
   });
 });
+
+/** Issue 22, defect 12: a database that answers reads but refuses writes makes /readyz 503 (refused-writes.ts). */
+for (const dialect of dialects) {
+  describe(`readiness of a database that refuses writes (${dialect.name})`, function () {
+    this.timeout(60_000);
+    const s = withDatabase(dialect, []);
+    let refused: RefusedReadinessWrites;
+    let gateway: GatewayProcess | undefined;
+    before(async () => {
+      refused = await refuseReadinessWrites(s.bed);
+      gateway = await startGateway({ config: { db: refused.dbConfig } });
+    });
+    after(async () => {
+      await gateway?.stop();
+      await refused?.drop();
+    });
+
+    it('is 503 naming the database as refusing writes while it does, and ready again once it writes', async () => {
+      const readyz = () => call('GET', `${root(gateway!)}/readyz`);
+      expect((await readyz()).status).to.equal(200);
+      await refused.refuse();
+      const refusing = await eventually('/readyz 503 while writes are refused', async () => {
+        const reply = await readyz();
+        return reply.status === 503 ? reply : undefined;
+      });
+      expect(refusing.body).to.deep.equal({
+        status: 'unready',
+        failing: ['database'],
+        checks: { database: 'refuses writes', toolkits: 'ok', draining: 'ok' },
+      });
+      expect(gateway!.logs.some((line) => line.msg === 'readiness: database check failed')).to.equal(true);
+      await refused.allow();
+      await eventually('/readyz 200 once writes go through again', async () => ((await readyz()).status === 200 ? true : undefined));
+    });
+  });
+}

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { runCli } from '../support/cli.js';
 import { writeConfig } from '../support/gateway-process.js';
 import { eventually } from '../support/ops.js';
-import { tempDir, tkgateBin } from '../support/paths.js';
+import { repoRoot, tempDir, tkgateBin } from '../support/paths.js';
 
 /** A TCP server that accepts and never says a word: a MySQL connect to it hangs, so `tkgate start` stays in start-up. */
 async function silentServer(): Promise<{ port: number; close(): void }> {
@@ -22,9 +22,18 @@ async function silentServer(): Promise<{ port: number; close(): void }> {
   };
 }
 
-/** `tkgate start` as a child; resolves its exit code and everything it printed. */
-function startChild(config: string, cwd: string) {
-  const child = spawn(process.execPath, [tkgateBin, 'start', '--config', config], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+/** The pids of the processes whose command line contains `text` (none: []). */
+function pidsWith(text: string): number[] {
+  try {
+    return execFileSync('pgrep', ['-f', text], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  } catch {
+    return []; // pgrep exits 1 when none matches
+  }
+}
+
+/** `tkgate start` as a child (or another command); resolves its exit code and everything it printed. */
+function startChild(config: string, cwd: string, command = [process.execPath, tkgateBin, 'start', '--config', config], env: NodeJS.ProcessEnv = process.env) {
+  const child = spawn(command[0]!, command.slice(1), { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -104,6 +113,41 @@ describe('start-up: signals, the start-up line and the toolkits directory', func
     expect(checked.code).to.equal(1);
     expect(checked.stderr).to.equal(`tkgate config check: toolkits.dir ${missing} does not exist\n`);
     expect(checked.stdout).to.equal('');
+  });
+
+  it('a metrics.port in use stops the start with one line naming metrics.port, TKGATE_METRICS_PORT and 0', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as net.AddressInfo;
+    try {
+      const dir = tempDir();
+      const db = { client: 'sqlite', filename: path.join(dir, 'db.sqlite') };
+      const config = writeConfig({ db, toolkits: { dir: tempDir('tkgate-toolkits-') }, metrics: { port }, server: { port: 0 } }, dir);
+      const started = await runCli(['start', '--config', config], { cwd: dir });
+      expect(started.code).to.equal(1);
+      expect(started.stderr).to.include(`metrics.port ${port} on 127.0.0.1 is already in use`);
+      expect(started.stderr).to.include('TKGATE_METRICS_PORT');
+      expect(started.stderr).to.include('0 for any free port');
+    } finally {
+      taken.close();
+    }
+  });
+
+  it('SIGTERM to `npm start` stops the gateway too (npm signals its script, which must be the gateway itself)', async () => {
+    const dir = tempDir();
+    const config = writeConfig({ db: { client: 'sqlite', filename: path.join(dir, 'db.sqlite') } }, dir);
+    const env = { ...process.env, TKGATE_PORT: '0', TKGATE_METRICS_PORT: '0', npm_config_update_notifier: 'false' };
+    const npm = startChild(config, repoRoot, ['npm', 'start', '--', '--config', config], env);
+    await eventually('the listening line', () => npm.output().includes('"msg":"listening"') || undefined, 120_000);
+    expect(pidsWith(config).length).to.be.greaterThan(1); // npm and the gateway
+    npm.child.kill('SIGTERM');
+    await npm.exited;
+    try {
+      await eventually('no process of this start is left', () => pidsWith(config).length === 0 || undefined);
+    } finally {
+      for (const pid of pidsWith(config)) process.kill(pid, 'SIGKILL'); // what the old start left running
+    }
+    expect(npm.output()).to.include('"msg":"stopped"');
   });
 
   it('config check FILE checks that one file', async () => {

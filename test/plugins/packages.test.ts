@@ -83,6 +83,7 @@ for (const dialect of dialects.filter((target) => target.name === 'mysql')) {
         JSON.stringify({
           db: s.bed.dbConfig,
           server: { port: 0 },
+          metrics: { port: 0 },
           toolkits: { dir: toolkits, watch: false },
           plugins: ['@tkgate/plugin-internal', 'tkgate-plugin-template'],
         }),

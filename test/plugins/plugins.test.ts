@@ -36,7 +36,7 @@ for (const dialect of dialects) {
       runCli([
         'start',
         '--config',
-        writeConfig({ db: s.bed.dbConfig, plugins, toolkits: { dir: toolkitDir({}), watch: false }, server: { port: 0 }, ...extra }),
+        writeConfig({ db: s.bed.dbConfig, plugins, toolkits: { dir: toolkitDir({}), watch: false }, server: { port: 0 }, metrics: { port: 0 }, ...extra }),
       ]);
 
     it('loads the worked example of docs/plugins.md from its path and serves its endpoint type', async () => {

@@ -22,7 +22,7 @@ const shared = {
 for (const dialect of dialects) {
   describe(`several instances on one database (${dialect.name})`, function () {
     this.timeout(60_000);
-    const users = ['root', 'ann', 'ben', 'cat', 'dan', 'eve', 'fay', 'gus', 'hal', 'ivy'];
+    const users = ['root', 'ann', 'ben', 'cat', 'dan', 'eve', 'fay', 'gus', 'hal', 'ivy', 'jo'];
     const s = withDatabase(
       dialect,
       users.map((username) => ({ username, power: username === 'root' ? 100 : 1 })),
@@ -146,6 +146,11 @@ for (const dialect of dialects) {
       a = authClient(instanceA.base);
       expect(await statusOn(a, token)).to.equal(200);
       expect(await statusOn(b, token)).to.equal(200);
+    });
+
+    it('40 concurrent logins with the right password over A and B are all let in (the limit is on wrong passwords)', async () => {
+      const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? b : a).login('jo', passwordOf('jo'))));
+      expect(replies.map((reply) => reply.status)).to.deep.equal(Array(40).fill(200));
     });
 
     it('one failed-login limit for all instances: 60 parallel wrong logins over A and B check 12 passwords', async () => {

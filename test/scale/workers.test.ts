@@ -70,6 +70,17 @@ for (const dialect of dialects) {
       expect(reloads.map((record) => [record.level, record.worker])).to.deep.equal([['info', 1]]);
     });
 
+    it("writes each worker's access line in the shape of one process's, naming the worker", async () => {
+      const client = toolkitClient(gateway.base, await loginToken(gateway.base, 'wes', passwordOf('wes')));
+      expect((await client.get('live', 'echo')).status).to.equal(200);
+      const line = await eventually('the access line of the call', async () =>
+        gateway.logs.find((record) => record.msg === 'request' && String(record.path).endsWith('/live/echo')),
+      );
+      expect(line).to.include({ level: 'info', method: 'GET', status: 200 });
+      expect(line).not.to.have.property('text');
+      expect([1, 2]).to.include(line.worker);
+    });
+
     it('replaces a killed worker (logged), its spawn helpers go with it, and SIGTERM drains all and exits 0', async () => {
       const auth = authClient(gateway.base);
       const token = await loginToken(gateway.base, 'wes', passwordOf('wes'));

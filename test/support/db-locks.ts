@@ -7,14 +7,7 @@ import type { Testbed } from './fixtures.js';
  * database writes slow on purpose: SQLite through a write transaction on the file, MariaDB through row locks.
  */
 export async function holdSessionsLock(bed: Testbed): Promise<() => Promise<void>> {
-  if (bed.dbConfig.client === 'sqlite') {
-    const connection = new Database(String(bed.dbConfig.filename));
-    connection.exec('BEGIN IMMEDIATE');
-    return async () => {
-      connection.exec('ROLLBACK');
-      connection.close();
-    };
-  }
+  if (bed.dbConfig.client === 'sqlite') return holdSqliteWriteLock(bed);
   const connection = await mysql.createConnection(String(bed.dbConfig.url));
   await connection.query('START TRANSACTION');
   await connection.query('SELECT token_hash FROM sessions FOR UPDATE');
@@ -35,5 +28,26 @@ export async function failSessionUpdates(bed: Testbed): Promise<() => Promise<vo
   }
   return async () => {
     await bed.db.raw('DROP TRIGGER fail_session_update');
+  };
+}
+
+/** SQLite's one write lock, taken by another connection: every write of the gateway waits for it. */
+function holdSqliteWriteLock(bed: Testbed): () => Promise<void> {
+  const connection = new Database(String(bed.dbConfig.filename));
+  connection.exec('BEGIN IMMEDIATE');
+  return async () => {
+    connection.exec('ROLLBACK');
+    connection.close();
+  };
+}
+
+/** Blocks every write to `table` from another connection until released: SQLite's write lock, a MariaDB table lock. */
+export async function holdTableLock(bed: Testbed, table: string): Promise<() => Promise<void>> {
+  if (bed.dbConfig.client === 'sqlite') return holdSqliteWriteLock(bed);
+  const connection = await mysql.createConnection(String(bed.dbConfig.url));
+  await connection.query(`LOCK TABLES \`${table}\` WRITE`);
+  return async () => {
+    await connection.query('UNLOCK TABLES');
+    await connection.end();
   };
 }

@@ -26,12 +26,20 @@ export const CORE_ERROR_CODES = {
   method_not_allowed: { status: 405, meaning: 'The endpoint does not accept this method; `Allow` lists those it does.' },
   user_exists: { status: 409, meaning: 'A user of this name already exists (CLI).' },
   group_exists: { status: 409, meaning: 'A core group of this name already exists (CLI).' },
+  request_timeout: { status: 408, meaning: 'The request body did not arrive within server.body_timeout; the connection is closed.' },
   payload_too_large: { status: 413, meaning: 'The body is larger than server.max_body_bytes.' },
   rate_limited: { status: 429, meaning: 'Too many failed logins for this username and client address; `Retry-After` says when to try again.' },
   internal_error: { status: 500, meaning: 'Anything unexpected; the cause is logged with the request id, never shown.' },
   db_context_failed: { status: 500, meaning: 'inject_db_context could not read the database.' },
-  unavailable: { status: 503, meaning: 'The database refused or did not answer in time; nothing was changed, so a retry does the work.' },
-  busy: { status: 503, meaning: 'A bounded queue is full (password hashing, commands); `Retry-After` says when to try again.' },
+  unavailable: {
+    status: 503,
+    meaning: 'The database refused, failed or did not answer within db.timeout; `Retry-After` says when to retry (logout and clear-sessions changed nothing).',
+  },
+  busy: {
+    status: 503,
+    meaning:
+      'A bounded queue is full (password hashing, commands), or a login waited too long for the outcome of others of its username; `Retry-After` says when to try again.',
+  },
 } as const satisfies Record<string, ErrorCodeDeclaration>;
 
 export type CoreErrorCode = keyof typeof CORE_ERROR_CODES;

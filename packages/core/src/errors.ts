@@ -84,6 +84,9 @@ export const invalidPayload = (problems: FieldProblem[], message = 'the request 
 export const payloadTooLarge = (limit: number): GatewayError =>
   coreError('payload_too_large', `the request body is larger than ${limit} bytes`, { details: { max_body_bytes: limit } });
 
+export const requestTimeout = (timeoutMs: number): GatewayError =>
+  coreError('request_timeout', `the request body did not arrive within ${timeoutMs / 1000} s`, { details: { body_timeout_s: timeoutMs / 1000 } });
+
 export const unauthorized = (message = 'a valid session token is required'): GatewayError => coreError('unauthorized', message);
 
 export const forbidden = (message: string): GatewayError => coreError('forbidden', message);
@@ -101,6 +104,9 @@ export const rateLimited = (retryAfterSeconds: number): GatewayError =>
 
 export const internalError = (cause?: unknown): GatewayError => coreError('internal_error', 'internal error', { cause });
 
-/** The database refused a write that must be durable before the answer (logout, clear-sessions): nothing changed, retry. */
-export const unavailable = (cause?: unknown): GatewayError =>
-  coreError('unavailable', 'the session database refused the change; nothing was changed, try again', { headers: { 'Retry-After': '1' }, cause });
+/**
+ * The database refused a write that must be durable before the answer (logout, clear-sessions: nothing
+ * changed, retry), or failed or did not answer within db.timeout on the request path.
+ */
+export const unavailable = (cause?: unknown, message = 'the session database refused the change; nothing was changed, try again'): GatewayError =>
+  coreError('unavailable', message, { headers: { 'Retry-After': '1' }, cause });

@@ -1,4 +1,13 @@
-import { GatewayError, NOT_CONVERTIBLE, type Database, type DatabaseSchema, type PluginApi, type PreparedRead, type RequestContext } from '@tkgate/core';
+import {
+  GatewayError,
+  NOT_CONVERTIBLE,
+  whereExactly,
+  type Database,
+  type DatabaseSchema,
+  type PluginApi,
+  type PreparedRead,
+  type RequestContext,
+} from '@tkgate/core';
 import { bindValue, parseValue, type BoundValue, type ColumnValue } from './bound-values.js';
 import { DEFAULT_SELECT_LIMIT, type PseudoQuery, type Scalar } from './internal-config.js';
 
@@ -32,7 +41,7 @@ export function prepareQueries(queries: PseudoQuery[], db: Database, prepareRead
           const builder = db(query.table)
             .select(query.columns!)
             .limit(query.limit ?? DEFAULT_SELECT_LIMIT);
-          where.forEach(({ column }, i) => builder.where(column, param(i)));
+          where.forEach(({ column, type }, i) => whereExactly(builder, column, param(i), type));
           for (const order of query.orderBy ?? []) builder.orderBy(order.replace(/^-/, ''), order.startsWith('-') ? 'desc' : 'asc');
           return builder;
         },
@@ -87,11 +96,12 @@ async function runOne(db: Database, entry: PreparedQuery, where: Record<string, 
   const { query } = entry;
   const nothing = NOTHING_MATCHED[query.op];
   if (nothing && Object.values(where).includes(NOT_CONVERTIBLE)) return nothing();
+  // Strings compare byte for byte on both databases (core's whereExactly), in selects, updates and deletes.
+  const matching = () => entry.where.reduce((builder, { column, type }) => whereExactly(builder, column, where[column], type), db(query.table));
   switch (query.op) {
     case 'select': {
-      const builder = db(query.table)
+      const builder = matching()
         .select(query.columns!)
-        .where(where)
         .limit(query.limit ?? DEFAULT_SELECT_LIMIT);
       for (const order of query.orderBy ?? []) builder.orderBy(order.replace(/^-/, ''), order.startsWith('-') ? 'desc' : 'asc');
       return builder;
@@ -101,8 +111,8 @@ async function runOne(db: Database, entry: PreparedQuery, where: Record<string, 
       return { id: typeof id === 'object' && id !== null ? Object.values(id)[0] : id };
     }
     case 'update':
-      return { affected: await db(query.table).where(where).update(values) };
+      return { affected: await matching().update(values) };
     case 'delete':
-      return { affected: await db(query.table).where(where).delete() };
+      return { affected: await matching().delete() };
   }
 }

@@ -21,7 +21,7 @@ export const schema: Command = {
     const log = createLogger('error', (line) => process.stderr.write(line + '\n'));
     const scratch = mkdtempSync(path.join(tmpdir(), 'tkgate-schema-'));
     try {
-      const offline = { ...config, db: { client: 'sqlite' as const, filename: path.join(scratch, 'scratch.sqlite'), url: '' } };
+      const offline = { ...config, db: { ...config.db, client: 'sqlite' as const, filename: path.join(scratch, 'scratch.sqlite'), url: '' } };
       const document = await withLoadedPlugins(offline, log, async (types) => toolkitFileJsonSchema(types));
       process.stdout.write(JSON.stringify(document, null, 2) + '\n');
     } finally {

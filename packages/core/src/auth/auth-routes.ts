@@ -11,7 +11,7 @@ import { status } from './status.js';
 /** The four endpoints under {base}/auth/, each a chain of Koa middleware. Any other method on these paths is 405. */
 export function authRoutes(services: AuthServices): RouteContribution {
   const { config, sessions } = services;
-  const body = readJsonObjectBody(config.server.max_body_bytes);
+  const body = readJsonObjectBody(config.server.max_body_bytes, config.server.body_timeout_ms);
   const authenticated = authenticate(sessions, { countsAsUse: true });
   const chain = () => StageList.start();
   // prettier-ignore

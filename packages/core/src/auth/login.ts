@@ -62,35 +62,51 @@ function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): 
     const password = body.password as string;
 
     const limitKey = LoginLimiter.key(username, clientAddress(ctx.req, config.server.trust_proxy));
-    const retryAfter = await unavailableWhenRefused('login attempt not recorded', () => limiter.reserve(limitKey));
-    if (retryAfter > 0) throw rateLimited(retryAfter);
-
-    const user = await users.findForLogin(username);
-    let passwordMatches: boolean;
+    const reservation = await unavailableWhenRefused('login attempt not recorded', () => limiter.reserve(limitKey));
+    if ('retryAfterS' in reservation) throw rateLimited(reservation.retryAfterS);
+    // The reservation ends as a failure (a wrong password), or, when no password was judged wrong (a
+    // success, or busy, or the database), is released; a success also forgets the key's failures.
+    let outcome: 'failed' | 'released' = 'released';
     try {
-      passwordMatches = user ? await verifyPassword(user.password_hash, password) : await verifyAgainstDecoy(password);
+      const user = await users.findForLogin(username);
+      let passwordMatches: boolean;
+      try {
+        passwordMatches = user ? await verifyPassword(user.password_hash, password) : await verifyAgainstDecoy(password);
+      } catch (err) {
+        if (err instanceof GatewayError && err.code === 'busy') reportBusy();
+        throw err;
+      }
+      if (!user || !passwordMatches || user.disabled) {
+        outcome = 'failed';
+        // A typed username is sometimes a password: only an existing one is logged as typed.
+        const who = user ? { username } : { username_hash: hashPrefix(hash('sha256', username, 'hex')) };
+        log.info('login refused', { request_id: ctx.state.requestId, ...who, reason: user?.disabled && passwordMatches ? 'disabled' : 'credentials' });
+        throw invalidCredentials();
+      }
+
+      const created = await unavailableWhenRefused('session not created', () => sessions.create(user.id));
+      if (!created) {
+        outcome = 'failed';
+        throw invalidCredentials();
+      }
+      const { token, session } = created;
+      limiter.reset(limitKey).catch((err) => log.warn('failed logins not reset', describeDatabaseError(err)));
+      log.info('login', { request_id: ctx.state.requestId, user_id: user.id, session: hashPrefix(session.tokenHash) });
+      sendData(ctx, {
+        token,
+        token_type: 'Bearer',
+        expires_at: isoTime(session.expiresAt),
+        idle_timeout_s: Math.round(config.sessions.idle_timeout_ms / 1000),
+        user: { id: user.id, username: user.username, power: user.power },
+      });
     } catch (err) {
-      if (err instanceof GatewayError && err.code === 'busy') reportBusy();
+      // Until it is settled the reservation holds its place in the budget (and turns into a failure once
+      // stale), so neither write can let more wrong passwords through; a failure is on record before the answer.
+      const settled = outcome === 'failed' ? limiter.failed(limitKey, reservation.granted) : limiter.release(limitKey, reservation.granted);
+      await settled.catch((failure) =>
+        log.warn(`login attempt not ${outcome === 'failed' ? 'recorded as failed' : 'released'}`, describeDatabaseError(failure)),
+      );
       throw err;
     }
-    if (!user || !passwordMatches || user.disabled) {
-      // A typed username is sometimes a password: only an existing one is logged as typed.
-      const who = user ? { username } : { username_hash: hashPrefix(hash('sha256', username, 'hex')) };
-      log.info('login refused', { request_id: ctx.state.requestId, ...who, reason: user?.disabled && passwordMatches ? 'disabled' : 'credentials' });
-      throw invalidCredentials();
-    }
-
-    const created = await unavailableWhenRefused('session not created', () => sessions.create(user.id));
-    if (!created) throw invalidCredentials();
-    const { token, session } = created;
-    limiter.reset(limitKey).catch((err) => log.warn('failed logins not reset', describeDatabaseError(err)));
-    log.info('login', { request_id: ctx.state.requestId, user_id: user.id, session: hashPrefix(session.tokenHash) });
-    sendData(ctx, {
-      token,
-      token_type: 'Bearer',
-      expires_at: isoTime(session.expiresAt),
-      idle_timeout_s: Math.round(config.sessions.idle_timeout_ms / 1000),
-      user: { id: user.id, username: user.username, power: user.power },
-    });
   };
 }

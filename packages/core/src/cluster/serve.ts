@@ -3,11 +3,10 @@ import type { ServerConfig } from '../config/server-config.js';
 import { openDatabase } from '../db/connect.js';
 import { migrateWithPlugins } from '../db/migrate.js';
 import { announceSessions, describeDatabase, startGateway, StartCancelled, type GatewayOptions } from '../gateway.js';
-import type { Logger } from '../log.js';
+import { scopedLogger, type Logger } from '../log.js';
 import type { ReloadOutcome } from '../toolkits/toolkit-registry.js';
 import { clusterSource } from '../ops/cluster-metrics.js';
 import { serveMetrics } from '../ops/metrics-server.js';
-import { tagged } from './worker-log.js';
 
 /** What `tkgate start` runs until a signal: one gateway, or a primary with its workers. */
 export interface Serving {
@@ -51,7 +50,9 @@ export function serve(config: ServerConfig, log: Logger, options: ServeOptions =
 
 async function serveAsWorker(config: ServerConfig, log: Logger, options: ServeOptions): Promise<Serving> {
   const slot = Number(process.env[SLOT_ENV] ?? 0);
-  const gateway = await startGateway(config, tagged(log, { worker: slot + 1 }), { ...options, worker: { id: slot + 1, first: slot === 0 } });
+  // Every line of a worker names it; a scoped logger keeps the access line's prepared JSON members (log.ts,
+  // JsonMembers) members of the line (spread into an object, they became one escaped string).
+  const gateway = await startGateway(config, scopedLogger(log, { worker: slot + 1 }), { ...options, worker: { id: slot + 1, first: slot === 0 } });
   const message: ListeningMessage = { type: LISTENING, port: gateway.port, url: gateway.url, toolkits: [...gateway.toolkits.snapshot.keys()] };
   process.send!(message);
   return {

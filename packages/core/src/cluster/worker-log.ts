@@ -1,14 +1,4 @@
-import type { LogFields, Logger } from '../log.js';
-
-/** Every line of a cluster worker names it. */
-export function tagged(log: Logger, fields: LogFields): Logger {
-  return {
-    error: (msg, more) => log.error(msg, { ...fields, ...more }),
-    warn: (msg, more) => log.warn(msg, { ...fields, ...more }),
-    info: (msg, more) => log.info(msg, { ...fields, ...more }),
-    debug: (msg, more) => log.debug(msg, { ...fields, ...more }),
-  };
-}
+import type { Logger } from '../log.js';
 
 /**
  * Every worker watches the toolkit files and reloads on its own; only the first one reports it, so a

@@ -37,6 +37,10 @@ const declaration = {
       if (!/^(\/[A-Za-z0-9._~-]+)*$/.test(value)) throw new Error('must be empty or a path like "/api" (no trailing slash)');
     }),
     max_body_bytes: integer(1_048_576, { doc: 'hard cap for any request body' }, positive),
+    body_timeout: duration('30s', {
+      doc: 'longest time a request body read by the gateway may take to arrive, then 408 request_timeout and the connection is closed (0 = no bound)',
+      env: 'TKGATE_BODY_TIMEOUT',
+    }),
     trust_proxy: flag(false, { doc: 'take the client address from X-Forwarded-For', env: 'TKGATE_TRUST_PROXY' }),
     shutdown_delay: duration('0s', { doc: 'on SIGTERM, serve on this long with /readyz 503 before closing, so load balancers stop first' }),
     workers: processCount(1, { doc: 'worker processes serving one port, or "auto" for one per core', env: 'TKGATE_WORKERS' }),
@@ -48,6 +52,14 @@ const declaration = {
     client: oneOf(['sqlite', 'mysql'], 'sqlite', { doc: 'sqlite or mysql', env: 'TKGATE_DB_CLIENT' }),
     filename: filePath('./data/tkgate.sqlite', { doc: 'SQLite file (directory created)', env: 'TKGATE_DB_FILE' }),
     url: text('', { doc: 'MySQL/MariaDB URL, e.g. mysql://user:pass@127.0.0.1:3306/tkgate', env: 'TKGATE_DB_URL', sensitive: true }),
+    timeout: duration(
+      '5s',
+      {
+        doc: 'longest wait for the database: a connection, a query, a lock; past it a request is answered 503 unavailable with Retry-After',
+        env: 'TKGATE_DB_TIMEOUT',
+      },
+      { minMs: 100 },
+    ),
   },
   sessions: {
     idle_timeout: duration('30m', { doc: 'expiry after non-use', env: 'TKGATE_IDLE_TIMEOUT' }),

@@ -108,9 +108,10 @@ export function flag(value: boolean, about: About): Setting<boolean> {
 }
 
 /** "500ms", "45s", "30m", "2h" or a number of seconds; used in milliseconds under `<key>_ms`. */
-export function duration(value: string, about: About, limit: { maxMs?: number } = {}): Setting<number, '_ms'> {
+export function duration(value: string, about: About, limit: { minMs?: number; maxMs?: number } = {}): Setting<number, '_ms'> {
   const check = (v: unknown) => {
     const ms = parseDuration(v);
+    if (limit.minMs !== undefined && ms < limit.minMs) fail(`must be at least ${limit.minMs / 1000}s`);
     if (limit.maxMs !== undefined && ms > limit.maxMs) fail(`must be at most ${limit.maxMs / 1000}s`);
   };
   return { ...setting(value, about, { check, fromEnv: (t) => (/^\d+(\.\d+)?$/.test(t.trim()) ? Number(t) : t), normalise: parseDuration }), suffix: '_ms' };

@@ -8,12 +8,25 @@ export type Database = Knex;
 /** knex would print to the console; its errors reach our callers as rejections and are logged there. */
 const quietKnexLog = { warn() {}, error() {}, deprecate() {}, debug() {} };
 
+/** What opening a database needs: the server configuration's `db`, whose `timeout_ms` tools may leave out. */
+export type DatabaseSettings = Pick<ServerConfig['db'], 'client' | 'filename' | 'url'> & { timeout_ms?: number };
+
+/** SQLite's wait for a lock when no db.timeout is given (a tool's own connection). */
+const DEFAULT_BUSY_MS = 5_000;
+
 /**
  * Opens the configured database. SQLite: the file and its directory are created, WAL journal,
  * foreign keys on, and a busy timeout so a CLI write never fails a running gateway's write.
  * MySQL/MariaDB: epoch-millisecond BIGINTs come back as numbers (they fit in 2^53).
+ *
+ * `db.timeout` bounds every wait (docs/operating.md): SQLite's busy timeout (a lock held elsewhere);
+ * on MySQL/MariaDB a connection from the pool, a new connection's handshake, and each query, whose
+ * connection is dropped when it does not answer in time (a server that hangs, paused or overloaded,
+ * would otherwise hold the request for ever).
  */
-export function openDatabase(db: ServerConfig['db']): Database {
+export function openDatabase(db: DatabaseSettings): Database {
+  const timeout = db.timeout_ms;
+  const bounds = timeout === undefined ? {} : { acquireConnectionTimeout: timeout };
   if (db.client === 'sqlite') {
     mkdirSync(path.dirname(db.filename), { recursive: true });
     return knex({
@@ -21,21 +34,52 @@ export function openDatabase(db: ServerConfig['db']): Database {
       connection: { filename: db.filename },
       useNullAsDefault: true,
       log: quietKnexLog,
+      ...bounds,
       pool: {
         afterCreate(connection: { pragma(source: string): unknown }, done: (err: Error | null, connection: unknown) => void) {
           connection.pragma('journal_mode = WAL');
           connection.pragma('synchronous = NORMAL');
           connection.pragma('foreign_keys = ON');
-          connection.pragma('busy_timeout = 5000');
+          connection.pragma(`busy_timeout = ${sqliteBusyMs(db)}`);
           done(null, connection);
         },
       },
     });
   }
-  return knex({ client: 'mysql2', connection: mysqlConnection(db.url), pool: { min: 0, max: 10 }, log: quietKnexLog });
+  const pool = timeout === undefined ? {} : { afterCreate: boundQueries(timeout), createTimeoutMillis: timeout };
+  return knex({ client: 'mysql2', connection: mysqlConnection(db.url, timeout), pool: { min: 0, max: 10, ...pool }, log: quietKnexLog, ...bounds });
 }
 
-function mysqlConnection(url: string): Knex.MySql2ConnectionConfig {
+/** How long a SQLite connection waits for a lock another connection holds. */
+export const sqliteBusyMs = (db: DatabaseSettings): number => db.timeout_ms ?? DEFAULT_BUSY_MS;
+
+interface Mysql2Connection {
+  query(options: { sql: string; timeout?: number }, ...rest: unknown[]): unknown;
+  destroy(): void;
+}
+
+/**
+ * Every query of a pooled MySQL connection gets mysql2's inactivity timeout; a query that ran out of it
+ * leaves its connection waiting for the old answer, so the connection is destroyed (knex's pool then
+ * drops it) and the caller gets the timeout error.
+ */
+function boundQueries(timeout: number) {
+  return (connection: Mysql2Connection, done: (err: Error | null, connection: unknown) => void) => {
+    const query = connection.query.bind(connection);
+    connection.query = (options, ...rest) => {
+      const callback = rest.at(-1);
+      if (typeof options !== 'object' || typeof callback !== 'function') return query(options, ...rest);
+      const onResult = (err: { code?: string } | null, ...results: unknown[]) => {
+        if (err?.code === 'PROTOCOL_SEQUENCE_TIMEOUT') connection.destroy();
+        return (callback as (...args: unknown[]) => unknown)(err, ...results);
+      };
+      return query({ timeout, ...options }, ...rest.slice(0, -1), onResult);
+    };
+    done(null, connection);
+  };
+}
+
+function mysqlConnection(url: string, timeout: number | undefined): Knex.MySql2ConnectionConfig {
   const parsed = new URL(url);
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
     throw new Error(`db.url: must start with mysql:// (got ${parsed.protocol}//)`);
@@ -49,7 +93,7 @@ function mysqlConnection(url: string): Knex.MySql2ConnectionConfig {
     charset: 'utf8mb4',
     supportBigNumbers: true,
     bigNumberStrings: false,
-    connectTimeout: 10_000,
+    connectTimeout: timeout ?? 10_000,
   };
 }
 

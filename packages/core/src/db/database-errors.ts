@@ -1,4 +1,4 @@
-import { unavailable } from '../errors.js';
+import { unavailable, type GatewayErrorShape } from '../errors.js';
 
 /**
  * What a failed database call may say in a log line or an error's cause: the driver's code and its own
@@ -43,4 +43,70 @@ export async function unavailableWhenRefused<T>(what: string, write: () => Promi
   } catch (err) {
     throw unavailable({ what, ...fields, ...describeDatabaseError(err) });
   }
+}
+
+/** SQLite result codes of a database that cannot serve now: locked, full, read-only, an I/O error. */
+const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|NOMEM|PROTOCOL)/;
+/** MySQL/MariaDB server errors of the same kind: locks, a read-only or full server, rights, limits, shutdown. */
+const MYSQL_UNAVAILABLE = new Set([
+  'ER_LOCK_WAIT_TIMEOUT',
+  'ER_LOCK_DEADLOCK',
+  'ER_LOCK_ABORTED',
+  'ER_CANT_LOCK',
+  'ER_OPTION_PREVENTS_STATEMENT',
+  'ER_READ_ONLY_MODE',
+  'ER_RECORD_FILE_FULL',
+  'ER_DISK_FULL',
+  'ER_ERROR_ON_WRITE',
+  'ER_OUT_OF_RESOURCES',
+  'ER_OUTOFMEMORY',
+  'ER_CON_COUNT_ERROR',
+  'ER_TOO_MANY_USER_CONNECTIONS',
+  'ER_SERVER_SHUTDOWN',
+  'ER_QUERY_INTERRUPTED',
+  'ER_STATEMENT_TIMEOUT',
+  'ER_ACCESS_DENIED_ERROR',
+  'ER_DBACCESS_DENIED_ERROR',
+  'ER_TABLEACCESS_DENIED_ERROR',
+]);
+
+/**
+ * Whether `err` (or an error in its cause chain) is the database failing to serve: it did not answer
+ * within db.timeout (a query, a connection, the pool), the connection failed, or the server refused for
+ * want of a lock, space, rights or connections. A statement's own mistake (a constraint, a missing table)
+ * is not: that stays a 500, a toolkit's or the schema's bug, which no retry mends.
+ */
+export function isDatabaseFailure(err: unknown): boolean {
+  for (let at = err, depth = 0; at && typeof at === 'object' && depth < 8; at = (at as { cause?: unknown }).cause, depth++) {
+    const error = at as { name?: unknown; code?: unknown; sqlState?: unknown; fatal?: unknown };
+    if (error.name === 'KnexTimeoutError' || error.fatal === true) return true; // mysql2: the connection failed or was closed
+    if (typeof error.code !== 'string') continue;
+    if (error.code === 'PROTOCOL_SEQUENCE_TIMEOUT' || SQLITE_UNAVAILABLE.test(error.code) || MYSQL_UNAVAILABLE.has(error.code)) return true;
+    if (typeof error.sqlState === 'string' && error.sqlState.startsWith('08')) return true; // SQLSTATE class 08: connection exception
+  }
+  return false;
+}
+
+/** The innermost database error of a cause chain, for the log line's summary. */
+function databaseCause(err: unknown): unknown {
+  let found = err;
+  for (let at = err, depth = 0; at && typeof at === 'object' && depth < 8; at = (at as { cause?: unknown }).cause, depth++) {
+    if (isDatabaseFailure(at)) found = at;
+  }
+  return found;
+}
+
+/**
+ * The one mapping of database failures on the request path (http/error-envelope.ts calls it): an error
+ * that would be a 500 because the database failed or did not answer within db.timeout is 503
+ * `unavailable` with Retry-After instead; anything else is returned as it is.
+ */
+export function unavailableWhenDatabaseFailed(error: GatewayErrorShape, thrown: unknown): GatewayErrorShape {
+  if (error.status !== 500) return error;
+  const failure = isDatabaseFailure(error.cause) ? error.cause : isDatabaseFailure(thrown) ? thrown : undefined;
+  if (failure === undefined) return error;
+  return unavailable(
+    { what: error.code === 'internal_error' ? 'database' : error.code, ...describeDatabaseError(databaseCause(failure)) },
+    'the database did not answer in time or refused; try again shortly',
+  );
 }

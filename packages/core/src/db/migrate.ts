@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Database } from './connect.js';
 import * as initial from './migrations/001_initial.js';
 import * as sharedAuthority from './migrations/002_shared_authority.js';
+import * as readiness from './migrations/003_readiness.js';
 import { importPlugins } from '../plugins/plugin-loader.js';
 import { migratePlugins, pluginMigrationsTable } from '../plugins/plugin-migrations.js';
 
@@ -9,6 +10,7 @@ import { migratePlugins, pluginMigrationsTable } from '../plugins/plugin-migrati
 const migrations: Record<string, Knex.Migration> = {
   '001_initial': initial,
   '002_shared_authority': sharedAuthority,
+  '003_readiness': readiness,
 };
 
 const source: Knex.MigrationSource<string> = {

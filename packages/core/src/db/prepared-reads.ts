@@ -1,7 +1,7 @@
 import Sqlite from 'better-sqlite3';
 import type { Knex } from 'knex';
 import type { ServerConfig } from '../config/server-config.js';
-import type { Database } from './connect.js';
+import { sqliteBusyMs, type Database } from './connect.js';
 
 /**
  * Reads on the request path, compiled once. knex writes the SQL (identifiers quoted for the dialect,
@@ -122,7 +122,7 @@ const sqliteValue = (value: unknown) => (typeof value === 'boolean' ? Number(val
 export function openPreparedReads(db: Database, config: ServerConfig['db']): PreparedReads {
   if (config.client === 'sqlite') {
     const connection = new Sqlite(config.filename, { readonly: true, fileMustExist: true });
-    connection.pragma('busy_timeout = 5000');
+    connection.pragma(`busy_timeout = ${sqliteBusyMs(config)}`);
     const dataVersionStatement = connection.prepare('PRAGMA data_version').pluck();
     // Sampled at most once per event-loop turn (another process's commit shows from the next turn), and
     // dropped as soon as this gateway writes through knex, so its own writes show at once.

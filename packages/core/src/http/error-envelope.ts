@@ -1,3 +1,4 @@
+import { unavailableWhenDatabaseFailed } from '../db/database-errors.js';
 import { asGatewayError, internalError, type GatewayErrorShape } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { GatewayContext, GatewayMiddleware } from './context.js';
@@ -19,7 +20,7 @@ export function errorEnvelope(log: Logger): GatewayMiddleware {
 
 /** What errorEnvelope does with what it catches: the envelope for the client, the cause for the log. */
 export function answerError(log: Logger, ctx: GatewayContext, thrown: unknown): void {
-  const error = asGatewayError(thrown) ?? internalError(thrown);
+  const error = unavailableWhenDatabaseFailed(asGatewayError(thrown) ?? internalError(thrown), thrown);
   logError(log, ctx, error, thrown);
   sendError(ctx, error);
 }

@@ -1,5 +1,5 @@
 import { koaBody } from 'koa-body';
-import { GatewayError, internalError, invalidPayload, payloadTooLarge } from '../errors.js';
+import { GatewayError, internalError, invalidPayload, payloadTooLarge, requestTimeout } from '../errors.js';
 import type { GatewayContext, GatewayMiddleware } from './context.js';
 import { parseJsonText, parseTextFields } from './payload-parsers.js';
 
@@ -42,6 +42,8 @@ export interface BodyLimits {
   /** server.max_body_bytes: past it, 413. */
   serverMax: number;
   allowedContentTypes: readonly string[];
+  /** server.body_timeout: the body must have arrived this long after reading began (0: no bound), else 408. */
+  timeoutMs: number;
 }
 
 /**
@@ -70,13 +72,26 @@ export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): 
   if (declaredLength(ctx) > limit) throw unreadBody(ctx, tooLarge());
   let text: string;
   try {
-    text = isPlainDeclared(ctx) ? await readDeclaredBody(ctx, declaredLength(ctx)) : await readWithKoaBody(ctx, limit);
+    text = await withinBodyTimeout(isPlainDeclared(ctx) ? readDeclaredBody(ctx, declaredLength(ctx)) : readWithKoaBody(ctx, limit), limits.timeoutMs);
   } catch (err) {
+    if (err instanceof GatewayError) throw unreadBody(ctx, err);
     if ((err as { status?: number }).status === 413) throw unreadBody(ctx, tooLarge());
     throw unreadBody(ctx, clientMistake(err) ?? internalError(err));
   }
   const form = matched === 'application/x-www-form-urlencoded';
   return { body: form ? parseTextFields(text) : parseJsonText(text), form };
+}
+
+/**
+ * A body that stalls (a client, or an attacker on the unauthenticated /auth/login, sends the head and part
+ * of the body, then nothing) is given up after server.body_timeout: 408, and the connection is closed
+ * (unreadBody), which also ends the reader still waiting on it.
+ */
+function withinBodyTimeout(reading: Promise<string>, timeoutMs: number): Promise<string> {
+  if (timeoutMs <= 0) return reading;
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(requestTimeout(timeoutMs)), timeoutMs)));
+  return Promise.race([reading, expired]).finally(() => clearTimeout(timer));
 }
 
 async function readWithKoaBody(ctx: GatewayContext, limit: number): Promise<string> {

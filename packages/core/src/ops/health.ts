@@ -3,6 +3,7 @@
  * /healthz answers while the process serves; /readyz says whether this instance should get traffic.
  */
 import type { Database } from '../db/connect.js';
+import { databaseCheck, OK } from './database-probe.js';
 import type { GatewayContext } from '../http/context.js';
 import type { RouteContribution } from '../http/routes.js';
 import type { Logger } from '../log.js';
@@ -11,38 +12,6 @@ import type { Logger } from '../log.js';
 export interface ReadinessState {
   toolkitsLoaded: boolean;
   draining: boolean;
-}
-
-const DATABASE_DEADLINE_MS = 1_000;
-const OK = 'ok';
-
-/**
- * `select 1` within a second. Probes arriving while one runs share it, so a hanging database never piles
- * up queries; the detailed cause goes to the log (once per change), the answer names the check only.
- */
-function databaseCheck(db: Database, log: Logger): () => Promise<string> {
-  let running: Promise<string> | undefined;
-  let lastCause = '';
-  const run = async (): Promise<string> => {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${DATABASE_DEADLINE_MS} ms`)), DATABASE_DEADLINE_MS);
-    });
-    try {
-      await Promise.race([db.raw('select 1'), deadline]);
-      if (lastCause) log.info('readiness: database answers again');
-      lastCause = '';
-      return OK;
-    } catch (err) {
-      const cause = (err as Error).message;
-      if (cause !== lastCause) log.warn('readiness: database check failed', { reason: cause });
-      lastCause = cause;
-      return cause.startsWith('no answer') ? `no answer within ${DATABASE_DEADLINE_MS / 1000}s` : 'unreachable';
-    } finally {
-      clearTimeout(timer);
-    }
-  };
-  return () => (running ??= run().finally(() => (running = undefined)));
 }
 
 function answer(ctx: GatewayContext, status: number, body: Record<string, unknown>): void {
@@ -60,7 +29,7 @@ export function healthRoutes(db: Database, state: ReadinessState, log: Logger): 
   };
 }
 
-/** /readyz: the database within a second, the toolkits loaded, not draining. */
+/** /readyz: the database reads and writes within a second (database-probe.ts), the toolkits loaded, not draining. */
 function readiness(checkDatabase: () => Promise<string>, state: ReadinessState) {
   return async (ctx: GatewayContext) => {
     const checks = {

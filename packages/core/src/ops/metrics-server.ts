@@ -35,9 +35,10 @@ export async function serveMetrics(source: MetricsSource, host: string, port: nu
     );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const refused = (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? portInUse(host, port) : err);
+    server.once('error', refused);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolve();
     });
   });
@@ -53,3 +54,13 @@ export async function serveMetrics(source: MetricsSource, host: string, port: nu
       }),
   };
 }
+
+/**
+ * A second gateway on one host meets the first one's metrics listener: the message names the setting to
+ * change, since the port alone does not say it is the metrics listener and not server.port.
+ */
+const portInUse = (host: string, port: number): Error =>
+  new Error(
+    `metrics.port ${port} on ${host} is already in use (another tkgate on this host?): ` +
+      'set metrics.port (env TKGATE_METRICS_PORT) to another port, or to 0 for any free port, or metrics.enabled to false',
+  );

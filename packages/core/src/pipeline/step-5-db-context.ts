@@ -1,5 +1,6 @@
 import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
+import { whereExactly } from '../db/exact-match.js';
 import { GatewayError, invalidPayload } from '../errors.js';
 import { NOT_CONVERTIBLE } from '../toolkits/column-types.js';
 import type { DbContextEntry } from '../toolkits/db-context-entries.js';
@@ -57,7 +58,9 @@ export function dbContextStep(db: Database, reads: PreparedReads): Stage<Authent
 
 function prepareEntry(db: Database, reads: PreparedReads, entry: DbContextEntry): PreparedRead {
   if (entry.filter) {
-    return reads.prepare((param) => db(entry.table).where(entry.filter!.column, param(0)).limit(MAX_FILTERED_ROWS).select(entry.column), { cached: true });
+    // Strings compare byte for byte on both databases (db/exact-match.ts).
+    const { column, type } = entry.filter;
+    return reads.prepare((param) => whereExactly(db(entry.table), column, param(0), type).limit(MAX_FILTERED_ROWS).select(entry.column), { cached: true });
   }
   return reads.prepare((param) => db(entry.table).where(entry.ownerColumn!, param(0)).first(entry.column), { cached: true });
 }

@@ -1,0 +1,134 @@
+import { migrateToLatest, openDatabase } from '@tkgate/core';
+import { expect } from 'chai';
+import { dialects } from '../support/databases.js';
+import { holdTableLock } from '../support/db-locks.js';
+import { addUsers, passwordOf } from '../support/fixtures.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { authClient, loginToken, toolkitClient, type Reply } from '../support/http.js';
+import { eventually } from '../support/ops.js';
+import { startPrivateMariadb, type PrivateMariadb } from '../support/private-mariadb.js';
+import { withDatabase } from '../support/suite.js';
+import { createToolkitTables } from '../support/tables.js';
+import { toolkitDir } from '../support/toolkit-files.js';
+
+/** db.timeout (issue 22, defect 9): every wait for the database is bounded, and a failure is 503 `unavailable`, never 500 or no answer. */
+const toolkit = {
+  name: 'db',
+  type: 'app',
+  endpoints: [
+    { path: 'me', method: 'GET', type: 'internal', pseudo_querys: [{ select: 'users', columns: ['id', 'username'], where: { id: '$context.user_id' } }] },
+    {
+      path: 'since',
+      method: 'GET',
+      type: 'internal',
+      inject_db_context: ['users.created_at as member_since'],
+      pseudo_querys: [{ select: 'items', columns: ['id'] }],
+    },
+    { path: 'add', method: 'POST', type: 'internal', pseudo_querys: [{ insert: 'items', values: { owner_id: '$context.user_id', title: '$payload.title' } }] },
+  ],
+};
+
+const expectUnavailable = (reply: Reply, what: string) => {
+  expect(reply.status, `${what}: ${JSON.stringify(reply.body)}`).to.equal(503);
+  expect(reply.body.error.code, what).to.equal('unavailable');
+  expect(Number(reply.headers.get('retry-after')), what).to.be.at.least(1);
+};
+
+describe('a database that hangs (a private MariaDB paused with SIGSTOP), db.timeout 1s', function () {
+  this.timeout(180_000);
+  let mariadb: PrivateMariadb | undefined;
+  let gateway: GatewayProcess | undefined;
+
+  before(async () => {
+    mariadb = await startPrivateMariadb();
+    const db = openDatabase({ client: 'mysql', filename: '', url: mariadb.url });
+    try {
+      await migrateToLatest(db);
+      await addUsers(db, [{ username: 'hana' }]);
+      await createToolkitTables(db);
+    } finally {
+      await db.destroy();
+    }
+    gateway = await startGateway({
+      config: {
+        db: { client: 'mysql', url: mariadb.url, timeout: '1s' },
+        sessions: { cache_ttl: '0s' },
+        toolkits: { dir: toolkitDir({ 'db.yaml': toolkit }), watch: false },
+      },
+    });
+  });
+  after(async () => {
+    mariadb?.resume();
+    await gateway?.stop('SIGKILL');
+    await mariadb?.kill();
+  });
+
+  it('answers status, toolkit calls (queries and inject_db_context), login and logout 503 unavailable while it hangs (warm pool), and serves again once it answers', async () => {
+    const auth = authClient(gateway!.base);
+    const token = await loginToken(gateway!.base, 'hana', passwordOf('hana'));
+    const other = await loginToken(gateway!.base, 'hana', passwordOf('hana'));
+    const client = toolkitClient(gateway!.base, token);
+    for (const path of ['me', 'since']) expect((await client.get('db', path)).status).to.equal(200);
+
+    mariadb!.pause();
+    try {
+      expectUnavailable(await auth.status(token), 'status');
+      expectUnavailable(await client.get('db', 'me'), 'a query');
+      expectUnavailable(await client.get('db', 'since'), 'inject_db_context');
+      expectUnavailable(await client.post('db', 'add', { title: 'while paused' }), 'an insert');
+      expectUnavailable(await auth.login('hana', passwordOf('hana')), 'login');
+      expectUnavailable(await auth.logout(other), 'logout');
+      expect(gateway!.output()).not.to.include('"code":"internal_error"');
+    } finally {
+      mariadb!.resume();
+    }
+    await eventually('status 200 once the database answers again', async () => ((await auth.status(token)).status === 200 ? true : undefined), 30_000);
+    expect((await client.get('db', 'me')).body.data).to.deep.equal([{ id: 1, username: 'hana' }]);
+  });
+
+  it('answers 503 unavailable with a cold pool too (the connection handshake bounded by db.timeout)', async () => {
+    await gateway!.stop();
+    gateway = await startGateway({
+      config: {
+        db: { client: 'mysql', url: mariadb!.url, timeout: '1s' },
+        sessions: { cache_ttl: '0s' },
+        toolkits: { dir: toolkitDir({ 'db.yaml': toolkit }), watch: false },
+      },
+    });
+    // The start's own connections are idle, but the pool keeps none (min 0): pause before any request.
+    mariadb!.pause();
+    try {
+      expectUnavailable(await authClient(gateway.base).login('hana', passwordOf('hana')), 'login on a cold pool');
+    } finally {
+      mariadb!.resume();
+    }
+  });
+});
+
+for (const dialect of dialects) {
+  describe(`a database lock held elsewhere past db.timeout (${dialect.name})`, function () {
+    this.timeout(60_000);
+    const s = withDatabase(dialect, [{ username: 'ivo' }]);
+    let gateway: GatewayProcess | undefined;
+    before(async () => {
+      await createToolkitTables(s.bed.db);
+      gateway = await startGateway({
+        config: { db: { ...s.bed.dbConfig, timeout: '1s' }, toolkits: { dir: toolkitDir({ 'db.yaml': toolkit }), watch: false } },
+      });
+    });
+    after(async () => {
+      await gateway?.stop();
+    });
+
+    it('answers a write that waits for it 503 unavailable with Retry-After, never 500, and writes once it is released', async () => {
+      const client = toolkitClient(gateway!.base, await loginToken(gateway!.base, 'ivo', passwordOf('ivo')));
+      const release = await holdTableLock(s.bed, 'items');
+      try {
+        expectUnavailable(await client.post('db', 'add', { title: 'blocked' }), 'an insert');
+      } finally {
+        await release();
+      }
+      expect((await client.post('db', 'add', { title: 'free' })).status).to.equal(200);
+    });
+  });
+}
