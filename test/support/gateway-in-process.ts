@@ -1,7 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { createLogger, loadServerConfig, startGateway as startCoreGateway } from '@tkgate/core';
 import { gatewayDefaults, writeConfig, type GatewayProcess, type StartOptions } from './gateway-process.js';
-import { tempDir } from './paths.js';
+import { repoRoot, tempDir } from './paths.js';
+
+/** The version `tkgate start` reports (the CLI package's). */
+const version = (JSON.parse(readFileSync(path.join(repoRoot, 'packages/cli/package.json'), 'utf8')) as { version: string }).version;
 
 /**
  * A gateway started inside this process through @tkgate/core's `startGateway`, as `tkgate start` would
@@ -20,7 +25,7 @@ export async function startInProcess({ config, cwd, format }: Pick<StartOptions,
     raw += `${line}\n`;
     logs.push(JSON.parse(line) as Record<string, unknown>);
   });
-  const gateway = await startCoreGateway(loaded, log, { version: 'in-process' });
+  const gateway = await startCoreGateway(loaded, log, { version });
   let stopped: Promise<number | string> | undefined;
   return {
     base: gateway.url,
