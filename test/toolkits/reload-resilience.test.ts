@@ -27,7 +27,8 @@ for (const dialect of dialects) {
     const dir = path.join(work, 'site', 'toolkits');
     mkdirSync(dir, { recursive: true });
     writeToolkit(dir, 'kit.yaml', kit('v1'));
-    const s = withGateway(dialect, [{ username: 'rita' }], {}, { toolkitsDir: dir });
+    // A process of its own: the deadlines measure the gateway's reloads, not a loop it shares with the request streams.
+    const s = withGateway(dialect, [{ username: 'rita' }], {}, { toolkitsDir: dir, process: true });
     let client: ReturnType<typeof toolkitClient>;
     const logs = (msg: string) => s.gateway.logs.filter((record) => record.msg === msg);
 
@@ -417,8 +418,8 @@ for (const dialect of dialects) {
     writeToolkit(path.join(releases, 'r1'), 'kit.yaml', kit('v1'));
     const dir = path.join(work, 'toolkits');
     symlinkSync(path.join(releases, 'r1'), dir);
-    // rescan_interval 0: only the watcher can make a change live.
-    const s = withGateway(dialect, [{ username: 'rita' }], { toolkits: { dir, watch: true, rescan_interval: 0 } }, { toolkitsDir: dir });
+    // rescan_interval 0: only the watcher can make a change live. A process of its own: /healthz measures the gateway alone.
+    const s = withGateway(dialect, [{ username: 'rita' }], { toolkits: { dir, watch: true, rescan_interval: 0 } }, { toolkitsDir: dir, process: true });
     let client: ReturnType<typeof toolkitClient>;
     const logs = (msg: string) => s.gateway.logs.filter((record) => record.msg === msg);
 
