@@ -6,7 +6,7 @@ import { withGateway } from '../support/suite.js';
 
 for (const dialect of dialects) {
   describe(`POST /auth/login (${dialect.name})`, () => {
-    const s = withGateway(dialect, [{ username: 'alice', power: 10 }, { username: 'dora' }], { server: { port: 0, max_body_bytes: 2048 } });
+    const s = withGateway(dialect, [{ username: 'alice', power: 10 }, { username: 'dora' }], { server: { port: 0, max_body_bytes: 2048 } }, { process: true }); // stdout is scanned;
     before(async () => {
       await s.bed.db('users').where({ username: 'dora' }).update({ disabled: true });
     });

@@ -8,7 +8,7 @@ import { withGateway } from '../support/suite.js';
 /** SPEC section 8: usernames compare byte for byte on every database (MariaDB's PAD SPACE collations did not). */
 for (const dialect of dialects) {
   describe(`usernames byte for byte (${dialect.name})`, () => {
-    const s = withGateway(dialect, [{ username: 'alice' }, { username: 'root', power: 100 }], { auth: { login_max_failures: 3 } });
+    const s = withGateway(dialect, [{ username: 'alice' }, { username: 'root', power: 100 }], { auth: { login_max_failures: 3 } }, { process: true }); // stdout is scanned;
 
     it('"alice   " and "ALICE" are not alice, even with her password, and get no guesses of hers', async () => {
       for (const variant of ['alice   ', 'alice ', 'ALICE', 'alice\t']) {

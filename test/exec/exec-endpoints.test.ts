@@ -70,6 +70,7 @@ for (const { dialect, spawner } of runs) {
       { plugin_options: { '@tkgate/plugin-exec': { max_processes: 8, spawner } } },
       {
         toolkitsDir: toolkitDir({ 'tools.yaml': tools }),
+        process: true, // the spawn helpers are found by the gateway's pid
       },
     );
     const client = async () => toolkitClient(s.gateway.base, await s.login('yara'));

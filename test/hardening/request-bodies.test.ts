@@ -36,6 +36,7 @@ describe(`request bodies (${dialects[0]!.name})`, () => {
     { server: { port: 0, max_body_bytes: 16384 }, log: { level: 'debug' } },
     {
       toolkitsDir: toolkitDir({ 'bodies.yaml': bodies }),
+      process: true, // stdout is scanned
     },
   );
   let token: string;

@@ -65,6 +65,7 @@ for (const [dialect, transport] of runs) {
       { plugin_options: { '@tkgate/plugin-http': { transport } } },
       {
         toolkitsDir: toolkitDir({ 'proxy.yaml': proxy }),
+        process: true, // the gateway's pid, exit code and output
       },
     );
     const client = async () => toolkitClient(s.gateway.base, await s.login('xavi'));

@@ -51,7 +51,7 @@ const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/
 
 // The limits are the plugin's own, not the database's: one dialect is enough.
 describe(`http endpoint limits (${dialects[0]!.name})`, () => {
-  const s = withGateway(dialects[0]!, [{ username: 'xavi', power: 7 }], {}, { toolkitsDir: toolkitDir({ 'limits.yaml': limits }) });
+  const s = withGateway(dialects[0]!, [{ username: 'xavi', power: 7 }], {}, { toolkitsDir: toolkitDir({ 'limits.yaml': limits }), process: true });
 
   it('answers 503 busy with Retry-After past max_concurrency + max_queue, and serves the admitted ones', async () => {
     const c = toolkitClient(s.gateway.base, await s.login('xavi'));

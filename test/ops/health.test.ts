@@ -13,7 +13,7 @@ const root = (gateway: GatewayProcess) => `http://127.0.0.1:${gateway.port}`;
 for (const dialect of dialects) {
   describe(`health and readiness (${dialect.name})`, () => {
     // shutdown_delay: on SIGTERM the gateway keeps serving this long with /readyz 503, then drains.
-    const s = withGateway(dialect, [], { server: { port: 0, shutdown_delay: '5s' } });
+    const s = withGateway(dialect, [], { server: { port: 0, shutdown_delay: '5s' } }, { process: true }); // SIGTERM and the exit code;
 
     it('answers /healthz and /readyz at the root, without auth, and not under base_url', async () => {
       const health = await call('GET', `${root(s.gateway)}/healthz`);

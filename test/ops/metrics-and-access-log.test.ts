@@ -14,11 +14,16 @@ const ACCESS_FIELDS = ['time', 'level', 'msg', 'method', 'path', 'route', 'statu
 for (const dialect of dialects) {
   describe(`metrics and the access log (${dialect.name})`, () => {
     const dir = toolkitDir({ 'shop.yaml': { name: 'shop', type: 'app', endpoints: [echoEndpoint()] } });
-    const s = withGateway(dialect, [{ username: 'mia' }, { username: 'rita' }], {
-      toolkits: { dir, watch: false },
-      plugins: pluginsWithTestFunctions,
-      auth: { login_max_failures: 1 },
-    });
+    const s = withGateway(
+      dialect,
+      [{ username: 'mia' }, { username: 'rita' }],
+      {
+        toolkits: { dir, watch: false },
+        plugins: pluginsWithTestFunctions,
+        auth: { login_max_failures: 1 },
+      },
+      { process: true }, // signals and stdout
+    );
     const requestLines = () => s.gateway.logs.filter((line) => line.msg === 'request');
 
     it('counts known traffic by route template, status and login result', async () => {

@@ -32,12 +32,15 @@ export function writeConfig(config: Record<string, unknown>, dir = tempDir(), fo
   return file;
 }
 
+/**
+ * What every test gateway starts with: port 0 for the server and the metrics listener (parallel test runs
+ * never collide), and an empty toolkits.dir of its own (a directory that does not exist stops the start).
+ */
+export const gatewayDefaults = () => ({ server: { port: 0 }, toolkits: { dir: tempDir('tkgate-toolkits-'), watch: false }, metrics: { port: 0 } });
+
 export function startGateway({ config, env = {}, cwd, extraArgs = [], format, command }: StartOptions): Promise<GatewayProcess> {
   const dir = cwd ?? tempDir();
-  // metrics.port 0: parallel test runs must never collide on the metrics listener's default port.
-  // An empty toolkits.dir of its own: a directory that does not exist stops the start.
-  const defaults = { server: { port: 0 }, toolkits: { dir: tempDir('tkgate-toolkits-'), watch: false }, metrics: { port: 0 } };
-  const args = command ?? [tkgateBin, 'start', '--config', writeConfig({ ...defaults, ...config }, dir, format), ...extraArgs];
+  const args = command ?? [tkgateBin, 'start', '--config', writeConfig({ ...gatewayDefaults(), ...config }, dir, format), ...extraArgs];
   const child = spawn(process.execPath, args, {
     cwd: dir,
     env: { ...process.env, ...env },

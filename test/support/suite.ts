@@ -1,5 +1,6 @@
 import type { DialectTarget } from './databases.js';
 import { addUsers, createTestbed, passwordOf, type Testbed } from './fixtures.js';
+import { startInProcess } from './gateway-in-process.js';
 import { startGateway, type GatewayProcess } from './gateway-process.js';
 import { authClient, loginToken } from './http.js';
 import { pluginsWithTestFunctions } from './toolkit-files.js';
@@ -37,8 +38,20 @@ export interface GatewayOptions {
   prepare?: (db: Testbed['db']) => Promise<void>;
   /** The toolkit directory (see toolkit-files.ts); the gateway watches it. */
   toolkitsDir?: string;
-  /** Extra environment variables of the gateway process. */
+  /** Extra environment variables of the gateway process (implies `process`). */
   env?: Record<string, string>;
+  /**
+   * A real `tkgate start` child process rather than a gateway inside the test process: for suites that
+   * need the process (signals, exit codes, stdout and stderr, `child`, environment variables). Implied by
+   * `env` and by `server.workers` > 1.
+   */
+  process?: boolean;
+}
+
+/** Whether the suite's gateway must be a child process (see GatewayOptions.process). */
+function needsProcess(config: Record<string, unknown>, options: GatewayOptions): boolean {
+  const workers = (config.server as { workers?: number } | undefined)?.workers ?? 1;
+  return options.process === true || options.env !== undefined || workers > 1;
 }
 
 export function withGateway(dialect: DialectTarget, users: UserSpec, config: Record<string, unknown> = {}, options: GatewayOptions = {}): GatewaySuite {
@@ -47,7 +60,10 @@ export function withGateway(dialect: DialectTarget, users: UserSpec, config: Rec
     await fillDatabase(suite, dialect, users);
     await options.prepare?.(suite.bed.db);
     const toolkits = options.toolkitsDir ? { toolkits: { dir: options.toolkitsDir, watch: true }, plugins: pluginsWithTestFunctions } : {};
-    suite.gateway = await startGateway({ config: { ...toolkits, ...config, db: suite.bed.dbConfig }, env: options.env });
+    const gatewayConfig = { ...toolkits, ...config, db: suite.bed.dbConfig };
+    suite.gateway = needsProcess(config, options)
+      ? await startGateway({ config: gatewayConfig, env: options.env })
+      : await startInProcess({ config: gatewayConfig });
     suite.auth = authClient(suite.gateway.base);
     suite.login = (username) => loginToken(suite.gateway.base, username, passwordOf(username));
   });

@@ -1,9 +1,12 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, renameSync, rmSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
 import YAML from 'yaml';
 import { dialects } from '../support/databases.js';
+import { eventually } from '../support/eventually.js';
 import { sleep } from '../support/fixtures.js';
 import { toolkitClient, type Reply } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
@@ -24,7 +27,8 @@ for (const dialect of dialects) {
     const dir = path.join(work, 'site', 'toolkits');
     mkdirSync(dir, { recursive: true });
     writeToolkit(dir, 'kit.yaml', kit('v1'));
-    const s = withGateway(dialect, [{ username: 'rita' }], {}, { toolkitsDir: dir });
+    // A process of its own: the deadlines measure the gateway's reloads, not a loop it shares with the request streams.
+    const s = withGateway(dialect, [{ username: 'rita' }], {}, { toolkitsDir: dir, process: true });
     let client: ReturnType<typeof toolkitClient>;
     const logs = (msg: string) => s.gateway.logs.filter((record) => record.msg === msg);
 
@@ -402,6 +406,84 @@ for (const dialect of dialects) {
         ['steady', 'same'],
         ['fresh', 'p2'],
       ]);
+    });
+  });
+}
+
+for (const dialect of dialects) {
+  describe(`toolkit reload at scale and under a symlinked toolkits.dir (${dialect.name})`, () => {
+    const work = tempDir('tkgate-reload-');
+    const releases = path.join(work, 'releases');
+    mkdirSync(path.join(releases, 'r1'), { recursive: true });
+    writeToolkit(path.join(releases, 'r1'), 'kit.yaml', kit('v1'));
+    const dir = path.join(work, 'toolkits');
+    symlinkSync(path.join(releases, 'r1'), dir);
+    // rescan_interval 0: only the watcher can make a change live. A process of its own: /healthz measures the gateway alone.
+    const s = withGateway(dialect, [{ username: 'rita' }], { toolkits: { dir, watch: true, rescan_interval: 0 } }, { toolkitsDir: dir, process: true });
+    let client: ReturnType<typeof toolkitClient>;
+    const logs = (msg: string) => s.gateway.logs.filter((record) => record.msg === msg);
+
+    before(async () => {
+      client = toolkitClient(s.gateway.base, await s.login('rita'));
+    });
+    const kitIs = (version: string) => async () => (await client.get('kit', 'echo')).body.data?.toolkit_group === version;
+
+    it('3,000 files arriving at once go live while /healthz answers every request in time', async function () {
+      this.timeout(180_000);
+      const count = 3000;
+      const target = path.join(releases, 'r1');
+      const slowest = { ms: 0 };
+      let liveAfter = 0;
+      let polling = true;
+      const poller = (async () => {
+        while (polling) {
+          const sent = Date.now();
+          const reply = await fetch(new URL('/healthz', s.gateway.base));
+          await reply.text();
+          expect(reply.status).to.equal(200);
+          slowest.ms = Math.max(slowest.ms, Date.now() - sent);
+          await sleep(20);
+        }
+      })();
+      try {
+        // Copied in by another process (a deploy), so that this process's loop only measures the answers.
+        const staging = tempDir('tkgate-staging-');
+        for (let i = 0; i < count; i++) {
+          const doc = { name: `bulk-${i}`, type: 'app', default_group: 'b1', endpoints: [echoEndpoint()] };
+          await writeFile(path.join(staging, `bulk-${i}.yaml`), YAML.stringify(doc));
+        }
+        await promisify(execFile)('cp', ['-a', `${staging}/.`, target]);
+        const writtenAt = Date.now();
+        await eventually(
+          'every file is live',
+          () => logs('toolkit loaded').filter((line) => String(line.toolkit).startsWith('bulk-')).length >= count,
+          120_000,
+        );
+        liveAfter = Date.now() - writtenAt;
+        for (const i of [0, 1234, count - 1]) {
+          const r = await client.get(`bulk-${i}`, 'echo');
+          expect(r.status, JSON.stringify(r.body)).to.equal(200);
+        }
+      } finally {
+        polling = false;
+        await poller;
+      }
+      console.log(`      3,000 files: live ${liveAfter} ms after the copy; slowest /healthz answer ${slowest.ms} ms`);
+      // A liveness bound on one request, generous for a loaded machine: reloading must not hold the loop.
+      expect(slowest.ms, 'the slowest /healthz answer (ms)').to.be.below(1000);
+    });
+
+    it('a directory deleted and re-created under the symlink is live without a rescan', async () => {
+      expect(await kitIs('v1')()).to.equal(true);
+      const target = path.join(releases, 'r1');
+      rmSync(target, { recursive: true });
+      await eventually('the directory is gone', () => logs('toolkit directory unavailable').length > 0);
+      mkdirSync(target);
+      writeToolkit(target, 'kit.yaml', kit('v2'));
+      await eventually('the re-created directory is live', kitIs('v2'));
+      // Later edits are still seen: the watch followed the new directory.
+      writeToolkit(target, 'kit.yaml', kit('v3'));
+      await eventually('an edit in the re-created directory is live', kitIs('v3'));
     });
   });
 }

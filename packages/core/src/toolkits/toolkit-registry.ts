@@ -31,6 +31,15 @@ export interface RegistryOptions {
 
 export const DEFAULT_MAX_FILE_BYTES = 1_048_576;
 
+/** Files read ahead of the compile loop: reads wait on the disk while the loop compiles (3,000 files read one by one left it idle). */
+const READ_AHEAD = 16;
+
+/**
+ * The compile loop gives the event loop a turn after this much work, so requests (`/healthz`) wait at
+ * most about this long while thousands of files compile (a read already yields, a reused file does not).
+ */
+const SLICE_MS = 10;
+
 /** One file as last compiled: a file whose signature and content hash did not change is not compiled again. */
 interface FileRecord {
   signature: string;
@@ -120,8 +129,7 @@ export class ToolkitRegistry {
     const schema = await readDatabaseSchema(this.db);
     const env: CompileEnvironment = { schema, types: this.types, log: this.log, unchanged: (toolkit, definition) => this.liveEndpoint(toolkit, definition) };
     const fingerprint = schema.fingerprint();
-    const records = new Map<string, FileRecord>();
-    for (const [file, signature] of listing.files) records.set(file, await this.compile(file, signature, fingerprint, env));
+    const records = await this.compileAll(listing, fingerprint, env);
     const results = new Map([...records].map(([file, record]) => [file, record.result]));
     const resolution = resolveToolkits(results, {
       snapshot: this.current,
@@ -153,18 +161,44 @@ export class ToolkitRegistry {
     return undefined;
   }
 
-  /** The file's compile result: the last one when neither its content nor the schema changed. Refused files are tried again. */
-  private async compile(file: string, signature: string, schema: string, env: CompileEnvironment): Promise<FileRecord> {
+  /** Every file of the listing compiled in order, its reads started ahead and the event loop given a turn between slices. */
+  private async compileAll(listing: DirectoryListing, schema: string, env: CompileEnvironment): Promise<Map<string, FileRecord>> {
+    const records = new Map<string, FileRecord>();
+    const toRead = [...listing.files].filter(([file, signature]) => this.reusable(file, schema)?.signature !== signature).map(([file]) => file);
+    const reads = readAhead(toRead, (file) => this.read(file), READ_AHEAD);
+    let sliceStart = performance.now();
+    for (const [file, signature] of listing.files) {
+      records.set(file, await this.compile(file, signature, schema, env, reads));
+      if (performance.now() - sliceStart < SLICE_MS) continue;
+      await new Promise((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+    return records;
+  }
+
+  /** The last compile of the file when it compiled on this schema: reused if the file's content is the same. */
+  private reusable(file: string, schema: string): FileRecord | undefined {
     const last = this.compiled.get(file);
-    const reusable = last && last.schema === schema && 'toolkit' in last.result;
-    if (reusable && last.signature === signature) return last;
-    const read = await this.read(file);
+    return last && last.schema === schema && 'toolkit' in last.result ? last : undefined;
+  }
+
+  /** The file's compile result: the last one when neither its content nor the schema changed. Refused files are tried again. */
+  private async compile(
+    file: string,
+    signature: string,
+    schema: string,
+    env: CompileEnvironment,
+    reads: (file: string) => Promise<FileRead>,
+  ): Promise<FileRecord> {
+    const last = this.reusable(file, schema);
+    if (last?.signature === signature) return last;
+    const read = await reads(file);
     if ('problem' in read) return { signature, hash: read.hash, schema, result: refused(file, [{ path: [], message: read.problem }]) };
-    if (reusable && last.hash === read.hash) return { ...last, signature };
+    if (last?.hash === read.hash) return { ...last, signature };
     return { signature, hash: read.hash, schema, result: await compileOrRefuse(file, read.text, env) };
   }
 
-  private async read(file: string): Promise<{ text: string; hash: string } | { problem: string; hash: string | undefined }> {
+  private async read(file: string): Promise<FileRead> {
     let handle;
     try {
       handle = await open(file);
@@ -223,6 +257,25 @@ export class ToolkitRegistry {
     }
     for (const file of this.loggedRefusals.keys()) if (!records.has(file)) this.loggedRefusals.delete(file);
   }
+}
+
+type FileRead = { text: string; hash: string } | { problem: string; hash: string | undefined };
+
+/**
+ * `read` of each file, started in order up to `depth` files ahead of the one asked for: ask for the files
+ * in that order, each once. `read` must not reject.
+ */
+function readAhead<T>(files: string[], read: (file: string) => Promise<T>, depth: number): (file: string) => Promise<T> {
+  const started = new Map<string, Promise<T>>();
+  const position = new Map(files.map((file, index) => [file, index]));
+  let next = 0;
+  return (file) => {
+    const until = Math.min(files.length, (position.get(file) ?? next) + depth + 1);
+    for (; next < until; next++) started.set(files[next]!, read(files[next]!));
+    const reading = started.get(file) ?? read(file);
+    started.delete(file);
+    return reading;
+  };
 }
 
 /** A plugin whose check() throws refuses only this file; every other file's change still applies. */

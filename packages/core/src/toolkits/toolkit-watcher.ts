@@ -29,8 +29,10 @@ interface DirectoryWatch {
  * Watches the toolkit directory and applies its changes to the registry in batches.
  *
  * - Watched: the directory's parent (the directory, or the symlink naming it, deleted, replaced or
- *   re-pointed), the directory's real path as resolved at the last look, and the directories of symlinked
- *   files' targets. Every look re-resolves them, so the watch follows the directory wherever it goes.
+ *   re-pointed), the directory's real path as resolved at the last look and, when that is elsewhere (a
+ *   symlinked toolkits.dir), the real path's parent (the target deleted and re-created), and the
+ *   directories of symlinked files' targets. In a parent only the directory's own entry counts. Every look
+ *   re-resolves them, so the watch follows the directory wherever it goes.
  * - An event only says "look soon": once nothing has happened for `settle`, one look lists the files with
  *   their stat signatures and the registry applies every difference at once (a git checkout is one step).
  * - A difference no event announced (lost events on network mounts, a directory just replaced) is applied
@@ -40,6 +42,10 @@ interface DirectoryWatch {
  */
 export class ToolkitWatcher {
   private readonly watches = new Map<string, DirectoryWatch>();
+  /** Directories watched for one or two of their entries only (the parents): directory -> entry names. */
+  private parents = new Map<string, Set<string>>();
+  /** The directory's real path at the last look that found it: while it is missing, its parent is still watched. */
+  private lastRealDir: string | undefined;
   private lastEventAt = Number.NEGATIVE_INFINITY;
   private trigger: string | undefined;
   private previousLook: Look | undefined;
@@ -81,8 +87,9 @@ export class ToolkitWatcher {
   }
 
   private onEvent(watched: string, filename: string | null): void {
-    // In the parent only the directory's own entry matters, not its siblings.
-    if (watched === path.dirname(this.dir) && filename !== null && filename !== path.basename(this.dir)) return;
+    // In a parent only the directory's own entry matters, not its siblings.
+    const names = this.parents.get(watched);
+    if (names && filename !== null && !names.has(filename)) return;
     this.lastEventAt = Date.now();
     this.trigger ??= filename === null ? watched : path.join(watched, filename);
     this.schedule(this.options.settleMs);
@@ -155,7 +162,15 @@ export class ToolkitWatcher {
 
   /** Watches what this look resolved; true when the directory's own watch had to be made anew. */
   private reconcile(listing: DirectoryListing): boolean {
-    const wanted = new Set([path.dirname(this.dir), ...(listing.realDir ? [listing.realDir] : []), ...listing.targetDirs]);
+    this.lastRealDir = listing.realDir ?? this.lastRealDir;
+    const whole = new Set([...(listing.realDir ? [listing.realDir] : []), ...listing.targetDirs]);
+    this.parents = new Map();
+    for (const entry of new Set([this.dir, this.lastRealDir ?? this.dir])) {
+      const parent = path.dirname(entry);
+      if (whole.has(parent)) continue;
+      this.parents.set(parent, (this.parents.get(parent) ?? new Set()).add(path.basename(entry)));
+    }
+    const wanted = new Set([...this.parents.keys(), ...whole]);
     for (const [dir, current] of this.watches) {
       if (!wanted.has(dir) || inodeOf(dir) !== current.inode) {
         void current.watcher.close();
