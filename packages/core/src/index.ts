@@ -71,6 +71,7 @@ export { AdmissionGate, EndpointGates } from './plugins/admission-gate.js';
 export { checkToolkitDirectory, withLoadedPlugins } from './toolkits/check-directory.js';
 export { toolkitFileJsonSchema } from './toolkits/toolkit-json-schema.js';
 export { openApiDocument } from './openapi/openapi-document.js';
-export type { ToolkitProblem } from './toolkits/config-issues.js';
+export { describeProblem, problemFields, type ToolkitProblem } from './toolkits/config-issues.js';
+export { nearest } from './suggest.js';
 export { serve } from './cluster/serve.js';
 export type { Serving } from './cluster/serve.js';
