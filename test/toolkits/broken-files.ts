@@ -357,6 +357,25 @@ BROKEN.push(
     editor: 'rejects',
   },
   {
+    // Issue 22 defect 8: this pattern without max_length froze the server for 4 s on a 100 KB value.
+    file: 'pattern-cost.yaml',
+    text: kit(
+      'pattern-cost',
+      ep('method: POST\ntype: internal\nhandler: echo\nclient_filter:\n  field_rules:\n    q: { type: string, pattern: "^(?:[a-z]{1,1000}\\\\s?)*$" }\n'),
+    ),
+    problems: [
+      [
+        10,
+        37,
+        'endpoints.0.client_filter.field_rules.q.pattern',
+        'POST items/search',
+        'compiles to 2006 steps, too many to match values of up to 65536 characters without holding up the server',
+        'set max_length to at most 498, or simplify the pattern (a counted repetition like {1,1000} is one step per count)',
+      ],
+    ],
+    editor: 'accepts',
+  },
+  {
     file: 'not-a-toolkit.yaml',
     text: 'server:\n  port: 8080\nlog:\n  level: info\n',
     problems: [[1, 1, '', null, 'is not a toolkit file: it has none of the keys name, type and endpoints', null]],
