@@ -7,6 +7,7 @@ import type { SessionStore } from '../sessions/session-store.js';
 import type { ToolkitRegistry, ToolkitSnapshot } from '../toolkits/toolkit-registry.js';
 import type { UserDirectory } from '../users/user-directory.js';
 import { stepAsMiddleware } from '../pipeline/pipeline-step.js';
+import { toolkitFileJsonSchema } from '../toolkits/toolkit-json-schema.js';
 import { openApiDocument } from './openapi-document.js';
 
 export interface OpenApiServices {
@@ -51,7 +52,10 @@ function thresholdsOf(snapshot: ToolkitSnapshot): number[] {
   return [...powers];
 }
 
-/** GET {base}/openapi.json: the description for the caller, from the live snapshot (it follows reloads). */
+/**
+ * GET {base}/openapi.json: the description for the caller, from the live snapshot (it follows reloads);
+ * GET {base}/toolkit.schema.json: the JSON Schema of toolkit files for the loaded plugins.
+ */
 export function openApiRoutes(services: OpenApiServices): Router<GatewayState> {
   const router = new Router<GatewayState>({ prefix: services.config.server.base_url });
   const cache = new DocumentCache(services.config);
@@ -60,6 +64,17 @@ export function openApiRoutes(services: OpenApiServices): Router<GatewayState> {
     ctx.type = 'application/json';
   });
   router.all('/openapi.json', async () => {
+    throw methodNotAllowed(['GET']);
+  });
+  // The toolkit JSON Schema, for editors pointed at a deployed gateway (docs/toolkits.md). Without a session:
+  // an editor's schema fetch sends no credentials, and it says no more than `tkgate schema` run anywhere with
+  // the same plugins. The plugins are fixed at boot, so it is made once.
+  let schema: string | undefined;
+  router.get('/toolkit.schema.json', async (ctx) => {
+    ctx.body = schema ??= JSON.stringify(toolkitFileJsonSchema(services.registry.types), null, 2);
+    ctx.type = 'application/schema+json';
+  });
+  router.all('/toolkit.schema.json', async () => {
     throw methodNotAllowed(['GET']);
   });
   return router;

@@ -59,7 +59,8 @@ export class ToolkitRegistry {
   constructor(
     readonly dir: string,
     private readonly db: Database,
-    private readonly types: EndpointTypes,
+    /** The endpoint types of the loaded plugins (GET {base}/toolkit.schema.json describes their keys). */
+    readonly types: EndpointTypes,
     /** Where reloads are reported (a quiet logger in all but one worker keeps them logged once). */
     private readonly log: Logger,
     private readonly options: RegistryOptions = { maxFileBytes: DEFAULT_MAX_FILE_BYTES },
