@@ -176,7 +176,20 @@ async function compileEndpoint(
     wrapping: wrapping.rules,
     type,
     typeConfig: typeConfig.value,
+    neededPayloadFields: [...new Set([...dbContext.flatMap((entry) => (entry.filter ? [entry.filter.payloadField] : [])), ...payloadReferences(typeKeys)])],
+    pluginErrors: [...env.types.declaredErrorCodes()]
+      .filter(([, declared]) => declared.plugin === type.plugin)
+      .map(([code, declared]) => ({ status: declared.status, code, description: declared.meaning })),
   };
+}
+
+const PAYLOAD_REFERENCE = /^\$payload\.([A-Za-z_][A-Za-z0-9_]*)$/;
+
+/** The fields named by `$payload.<field>` values anywhere in a type's keys (SPEC 5: an absent one is 400). */
+function payloadReferences(value: unknown, depth = 0): string[] {
+  if (typeof value === 'string') return PAYLOAD_REFERENCE.exec(value)?.slice(1, 2) ?? [];
+  if (value === null || typeof value !== 'object' || depth > 16) return [];
+  return Object.values(value).flatMap((inner) => payloadReferences(inner, depth + 1));
 }
 
 /** A plugin's check that throws (a bug of the plugin) refuses this endpoint's file only; the cause is logged. */
