@@ -99,6 +99,24 @@ describe('server configuration', () => {
     expect(broken.stderr).to.match(/invalid configuration/);
   });
 
+  it('names the file, line:column, key path and the nearest valid key of a mistyped key, and where a file does not parse', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'tkgate.yaml');
+    writeFileSync(file, `db:\n  client: sqlite\n  filename: ${dir}/db.sqlite\nserver:\n  prot: 8081\nlogg:\n  level: info\nmetrics: { enabeld: false }\n`);
+    const typo = await runCli(['config', 'check', '--config', file], { cwd: dir });
+    expect(typo.code).to.equal(1);
+    expect(typo.stderr).to.equal(
+      `tkgate config check: invalid configuration: ${file}:5:3: server.prot: unknown key; did you mean server.port?; ` +
+        `${file}:6:1: logg: unknown key; did you mean log?; ${file}:8:12: metrics.enabeld: unknown key; did you mean metrics.enabled?\n`,
+    );
+    const json = path.join(dir, 'broken.json');
+    writeFileSync(json, '{\n  "server": {"port": 8080,}\n}\n');
+    const broken = await runCli(['config', 'check', '--config', json], { cwd: dir });
+    expect(broken.stderr).to.equal(
+      `tkgate config check: invalid configuration: ${json}:2:27: not valid JSON: expected a key in double quotes, found "}"; remove the comma before it: JSON allows no trailing comma\n`,
+    );
+  });
+
   it('reads a YAML configuration file by its extension', async () => {
     const dir = tempDir();
     const gateway = await startGateway({ cwd: dir, format: 'yaml', config: { db: sqliteIn(dir), server: { port: 0, base_url: '/from-yaml' } } });

@@ -162,7 +162,7 @@ describe('start-up: signals, the start-up line and the toolkits directory', func
     expect(ok.stdout).to.equal('1 file(s), toolkits: good: OK\n');
     const refused = await runCli(['config', 'check', bad, '--config', config], { cwd: dir });
     expect(refused.code).to.equal(1);
-    expect(refused.stdout).to.match(/^bad\.yaml: endpoints\.0\.type: /);
+    expect(refused.stdout).to.match(/^bad\.yaml:3:46: endpoints\.0\.type \(GET ping\): unknown endpoint type nope/);
     expect(refused.stdout.trim().split('\n')).to.have.length(1);
   });
 });

@@ -122,10 +122,10 @@ for (const dialect of dialects) {
         };
         const result = await runCli(['config', 'check', toolkitDir({ 'bad.yaml': bad }), '--config', writeConfig(config())]);
         expect(result.code).to.equal(1);
-        expect(result.stdout.trim().split('\n')).to.deep.equal([
-          'bad.yaml: endpoints.0.value_field: set needs value_field: the payload field to store',
-          'bad.yaml: endpoints.1.key.1: payload field id is not in client_filter.allowed_fields',
-        ]);
+        const lines = result.stdout.trim().split('\n');
+        expect(lines).to.have.length(2);
+        expect(lines[0]).to.match(/^bad\.yaml:\d+:\d+: endpoints\.0\.value_field \(POST a\): set needs value_field: the payload field to store$/);
+        expect(lines[1]).to.match(/^bad\.yaml:\d+:\d+: endpoints\.1\.key\.1 \(POST b\): payload field id is not in client_filter\.allowed_fields$/);
       });
     }
   });

@@ -128,7 +128,7 @@ for (const dialect of dialects) {
       const result = await runWithin(['config', 'check', dir, '--config', config(['@tkgate/plugin-internal', probePlugin])]);
       expect(result.code, result.stderr).to.equal(1);
       expect(result.stdout.trim().split('\n')).to.deep.equal([
-        'a-fragile.yaml: endpoints.0: endpoint glass: the check of plugin tkgate-test-probe (type fragile) failed unexpectedly; the endpoint is refused (cause in the log)',
+        'a-fragile.yaml:4:5: endpoints.0 (GET glass): endpoint glass: the check of plugin tkgate-test-probe (type fragile) failed unexpectedly; the endpoint is refused (cause in the log)',
       ]);
       expect(result.stderr).to.match(/tkgate config check: 1 problem\(s\) in /);
       expect(result.stderr).not.to.match(/^tkgate config check: check exploded/m);

@@ -8,6 +8,7 @@ import { runCli } from '../support/cli.js';
 import { dialects } from '../support/databases.js';
 import { writeConfig } from '../support/gateway-process.js';
 import { repoRoot } from '../support/paths.js';
+import { withGateway } from '../support/suite.js';
 import { toolkitDir, type ToolkitDoc } from '../support/toolkit-files.js';
 
 /** `tkgate schema`: editors validate toolkit files with it as `config check` would, key for key. */
@@ -15,6 +16,7 @@ const DEFAULT_PLUGINS = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkg
 const staticPlugin = path.join(repoRoot, 'docs/examples/static-plugin.js');
 const redisPlugin = path.join(repoRoot, 'examples/plugin-redis/dist/index.js');
 const committedSchema = path.join(repoRoot, 'config/toolkit.schema.json');
+const cliSchema = path.join(repoRoot, 'packages/cli/schema/toolkit.schema.json');
 
 async function printSchema(plugins: string[]): Promise<Record<string, any>> {
   // A database that cannot be reached: the schema needs none.
@@ -103,6 +105,11 @@ describe('tkgate schema: the JSON Schema of toolkit files', function () {
     expect(JSON.parse(readFileSync(committedSchema, 'utf8')), 'regenerate: npm run -s tkgate -- schema > config/toolkit.schema.json').to.deep.equal(builtIn);
     expect(readFileSync(path.join(repoRoot, 'config/toolkits/notes.yaml'), 'utf8')).to.match(/^# yaml-language-server: \$schema=\.\.\/toolkit\.schema\.json\n/);
     expect(readFileSync(path.join(repoRoot, 'docs/toolkits.md'), 'utf8')).to.include('# yaml-language-server: $schema=');
+    // Installed with the CLI at a stable path: node_modules/@tkgate/cli/schema/toolkit.schema.json.
+    expect(JSON.parse(readFileSync(cliSchema, 'utf8')), 'copy: cp config/toolkit.schema.json packages/cli/schema/').to.deep.equal(builtIn);
+    const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'packages/cli/package.json'), 'utf8'));
+    expect(manifest.files).to.include('schema');
+    expect(manifest.exports['./schema/toolkit.schema.json']).to.equal('./schema/toolkit.schema.json');
   });
 
   /** Misspelt keys at every level: each file has one, at the key path config check names. */
@@ -155,10 +162,31 @@ describe('tkgate schema: the JSON Schema of toolkit files', function () {
         const dir = toolkitDir(Object.fromEntries(Object.entries(typos).map(([file, [document]]) => [file, document])));
         const result = await runCli(['config', 'check', dir, '--config', writeConfig({ db: target.dbConfig })]);
         expect(result.code).to.equal(1);
-        for (const [file, [, key]] of Object.entries(typos)) expect(result.stdout.split('\n'), file).to.include(`${file}: ${key}: unknown key`);
+        for (const [file, [, key]] of Object.entries(typos)) {
+          const line = new RegExp(`^${file.replace('.', '\\.')}:\\d+:\\d+: ${key.replace(/\./g, '\\.')}( \\(GET a\\))?: unknown key`);
+          expect(
+            result.stdout.split('\n').some((printed) => line.test(printed)),
+            `${file}\n${result.stdout}`,
+          ).to.equal(true);
+        }
       } finally {
         await target.drop();
       }
     });
   }
 });
+
+for (const dialect of dialects) {
+  describe(`GET {base}/toolkit.schema.json (${dialect.name})`, () => {
+    const s = withGateway(dialect, []);
+
+    it('serves the schema of the loaded plugins without a session, for editors pointed at the gateway', async () => {
+      const reply = await fetch(`${s.gateway.base}/toolkit.schema.json`);
+      expect(reply.status).to.equal(200);
+      expect(reply.headers.get('content-type')).to.equal('application/schema+json');
+      expect(await reply.json()).to.deep.equal(JSON.parse(readFileSync(committedSchema, 'utf8')));
+      const post = await fetch(`${s.gateway.base}/toolkit.schema.json`, { method: 'POST' });
+      expect(post.status).to.equal(405);
+    });
+  });
+}

@@ -11,6 +11,7 @@ import { echoEndpoint, pluginsWithTestFunctions, toolkitDir, type ToolkitDoc } f
 
 const internal = (extra: Record<string, unknown>) => ({ path: 'x', method: 'GET', type: 'internal', handler: 'echo', ...extra });
 const select = (query: Record<string, unknown>) => ({ path: 'q', method: 'GET', type: 'internal', pseudo_querys: [query] });
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const toolkit = (name: string, endpoints: unknown[], extra: Record<string, unknown> = {}): ToolkitDoc => ({ name, type: 'app', endpoints, ...extra });
 
 /** One broken file each, and the key path and reason its problem must name. */
@@ -20,7 +21,7 @@ const broken: Array<[string, ToolkitDoc | string, string, RegExp]> = [
   ['unknown-top-key.yaml', toolkit('a1', [echoEndpoint()], { colour: 'red' }), 'colour', /unknown key/],
   ['bad-name.yaml', toolkit('Bad Name', [echoEndpoint()]), 'name', /\[a-z0-9\]/],
   ['bad-kind.yaml', { name: 'a2', type: 'web', endpoints: [echoEndpoint()] }, 'type', /app|lib/],
-  ['wrong-type.yaml', toolkit('a3', [echoEndpoint()], { enabled: 'yes' }), 'enabled', /boolean/],
+  ['wrong-type.yaml', toolkit('a3', [echoEndpoint()], { enabled: 'yes' }), 'enabled', /must be true or false, not the string "yes"/],
   ['no-endpoints.yaml', toolkit('a4', []), 'endpoints', /.+/],
   ['unknown-endpoint-key.yaml', toolkit('a5', [internal({ colour: 1 })]), 'endpoints.0.colour', /nrecognized key|unknown key/],
   [
@@ -187,7 +188,7 @@ for (const dialect of dialects) {
       expect(result.code).to.equal(1);
       const lines = result.stdout.trim().split('\n');
       for (const [file, , path, reason] of broken) {
-        const line = lines.find((candidate) => candidate.startsWith(`${file}: ${path}: `));
+        const line = lines.find((candidate) => new RegExp(`^${escape(file)}:\\d+:\\d+: ${escape(path)}( \\([^)]*\\))?: `).test(candidate));
         expect(line, `${file} ${path}\n${result.stdout}`).to.be.a('string');
         expect(line).to.match(reason);
       }
@@ -257,7 +258,7 @@ for (const dialect of dialects) {
       expect(result.code).to.equal(1);
       expect(result.stderr.trim().split('\n')).to.have.length(1);
       expect(result.stderr).to.match(
-        /^tkgate start: 1 problem\(s\) in toolkit files: bad\.yaml: endpoints\.0\.inject_db_context\.0: table sessions can never be read/,
+        /^tkgate start: 1 problem\(s\) in toolkit files: bad\.yaml:\d+:\d+: endpoints\.0\.inject_db_context\.0 \(GET x\): table sessions can never be read/,
       );
     });
   });

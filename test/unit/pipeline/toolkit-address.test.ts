@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { coreModule } from '../../support/core-module.js';
 
-const { toolkitAddress } = await coreModule<typeof import('../../../packages/core/dist/pipeline/toolkit-pipeline.js')>('pipeline/toolkit-pipeline.js');
+const { toolkitAddress } = await coreModule<typeof import('../../../packages/core/dist/pipeline/toolkit-routes.js')>('pipeline/toolkit-routes.js');
 
 describe('unit: toolkitAddress (the {base}/tk/<kind>/<toolkit>/<path> parser)', () => {
   const prefix = '/api/tk/';

@@ -1,4 +1,4 @@
-import { checkToolkitDirectory, createLogger, openApiDocument } from '@tkgate/core';
+import { checkToolkitDirectory, createLogger, describeProblem, openApiDocument } from '@tkgate/core';
 import type { Command } from './command.js';
 import { configFrom } from './context.js';
 
@@ -13,7 +13,7 @@ export const openapi: Command = {
     const config = configFrom(values);
     const log = createLogger('error', (line) => process.stderr.write(line + '\n'));
     const { snapshot, problems } = await checkToolkitDirectory(config.toolkits.dir, config, log);
-    for (const problem of problems) process.stderr.write(`${problem.file}: ${problem.path || '(file)'}: ${problem.message}\n`);
+    for (const problem of problems) process.stderr.write(describeProblem(problem) + '\n');
     if (problems.length > 0) throw new Error(`${problems.length} problem(s) in ${config.toolkits.dir} (tkgate config check lists them)`);
     const toolkit = values.toolkit as string | undefined;
     if (toolkit !== undefined && !snapshot.get(toolkit)?.enabled) throw new Error(`no enabled toolkit named ${toolkit} in ${config.toolkits.dir}`);

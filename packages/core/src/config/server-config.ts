@@ -7,8 +7,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import convict from 'convict';
-import { parse as parseYaml } from 'yaml';
 import type { LogLevel } from '../log.js';
+import { nearest } from '../suggest.js';
+import { parseToolkitSource } from '../toolkits/toolkit-source.js';
 import {
   duration,
   filePath,
@@ -171,18 +172,35 @@ function readEnvironment(env: NodeJS.ProcessEnv): Record<string, unknown> {
   return values;
 }
 
-/** A configuration file, JSON or YAML by its extension. */
+/** A configuration file, JSON or YAML by its extension; a key it has that is not declared is refused with its line and the nearest key. */
 function readConfigFile(file: string): unknown {
   if (!existsSync(file)) throw new ConfigError(`config file ${file} does not exist`);
   const extension = path.extname(file).toLowerCase();
-  const text = readFileSync(file, 'utf8');
-  try {
-    if (extension === '.yaml' || extension === '.yml') return parseYaml(text) ?? {};
-    if (extension === '.json') return JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError(`invalid configuration: ${file}: ${(err as Error).message.split('\n')[0]}`);
+  if (!['.yaml', '.yml', '.json'].includes(extension)) throw new ConfigError(`config file ${file}: must end in .json, .yaml or .yml`);
+  const source = parseToolkitSource(readFileSync(file, 'utf8'), file);
+  if ('syntax' in source) {
+    const { message, position, hint } = source.syntax;
+    throw new ConfigError(`invalid configuration: ${file}:${position.line}:${position.column}: ${message}${hint ? `; ${hint}` : ''}`);
   }
-  throw new ConfigError(`config file ${file}: must end in .json, .yaml or .yml`);
+  const unknown = unknownKeys(source.document, declaration, []).map((at) => {
+    const position = source.locate(at, true);
+    const where = position ? `${file}:${position.line}:${position.column}` : file;
+    const known = Object.keys(at.length > 1 ? (valueAt(declaration, at.slice(0, -1).join('.')) as Declaration) : declaration);
+    const guess = nearest(at.at(-1)!, known);
+    return `${where}: ${at.join('.')}: unknown key; ${guess ? `did you mean ${[...at.slice(0, -1), guess].join('.')}?` : `valid keys here: ${known.join(', ')}`}`;
+  });
+  if (unknown.length > 0) throw new ConfigError(`invalid configuration: ${unknown.join('; ')}`);
+  return source.document ?? {};
+}
+
+/** The key paths of a configuration tree that the declaration does not have (a whole-object setting takes any keys). */
+function unknownKeys(tree: unknown, node: Declaration, at: string[]): string[][] {
+  if (tree === null || typeof tree !== 'object' || Array.isArray(tree)) return [];
+  return Object.entries(tree).flatMap(([key, value]) => {
+    const child = Object.hasOwn(node, key) ? node[key] : undefined;
+    if (!child) return [[...at, key]];
+    return isSetting(child) ? [] : unknownKeys(value, child, [...at, key]);
+  });
 }
 
 function valueAt(tree: unknown, key: string): unknown {

@@ -1,10 +1,12 @@
 import { authenticate, type AuthenticatedState } from '../auth/authenticate.js';
 import type { ServerConfig } from '../config/server-config.js';
+import type { GatewayMiddleware } from '../http/context.js';
 import type { RouteContribution } from '../http/routes.js';
 import { StageList, type Stage } from '../http/stage.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ToolkitRegistry, ToolkitSnapshot } from '../toolkits/toolkit-registry.js';
 import type { UserDirectory } from '../users/user-directory.js';
+import { toolkitFileJsonSchema } from '../toolkits/toolkit-json-schema.js';
 import { openApiDocument } from './openapi-document.js';
 
 export interface OpenApiServices {
@@ -49,7 +51,10 @@ function thresholdsOf(snapshot: ToolkitSnapshot): number[] {
   return [...powers];
 }
 
-/** GET {base}/openapi.json: the description for the caller, from the live snapshot (it follows reloads). */
+/**
+ * GET {base}/openapi.json: the description for the caller, from the live snapshot (it follows reloads);
+ * GET {base}/toolkit.schema.json: the JSON Schema of toolkit files for the loaded plugins.
+ */
 export function openApiRoutes(services: OpenApiServices): RouteContribution {
   const cache = new DocumentCache(services.config);
   const document: Stage<AuthenticatedState> = (ctx) => {
@@ -59,5 +64,16 @@ export function openApiRoutes(services: OpenApiServices): RouteContribution {
   const chain = StageList.start()
     .then('authenticate', authenticate(services.sessions, { countsAsUse: true }))
     .then('document', document);
-  return ({ base, add }) => add('GET', `${base}/openapi.json`, 'openapi.json', ...chain.middleware);
+  // The toolkit JSON Schema, for editors pointed at a deployed gateway (docs/toolkits.md). Without a session:
+  // an editor's schema fetch sends no credentials, and it says no more than `tkgate schema` run anywhere with
+  // the same plugins. The plugins are fixed at boot, so it is made once.
+  let schema: string | undefined;
+  const toolkitSchema: GatewayMiddleware = (ctx) => {
+    ctx.body = schema ??= JSON.stringify(toolkitFileJsonSchema(services.registry.types), null, 2);
+    ctx.type = 'application/schema+json';
+  };
+  return ({ base, add }) => {
+    add('GET', `${base}/openapi.json`, 'openapi.json', ...chain.middleware);
+    add('GET', `${base}/toolkit.schema.json`, 'toolkit.schema.json', toolkitSchema);
+  };
 }

@@ -19,36 +19,41 @@ export function fieldSchema(rule: CompiledFieldRule | undefined): JsonSchema {
   return schema;
 }
 
-/** The fields the filter names, in a stable order: allowed, then required, then those with rules. */
-function namedFields(filter: CompiledClientFilter): string[] {
-  return [...new Set([...(filter.allowedFields ?? []), ...filter.requiredFields, ...filter.fieldRules.keys()])];
+/** The fields the filter names, in a stable order: allowed, then required, then those with rules, then those the endpoint needs. */
+function namedFields(filter: CompiledClientFilter, needed: readonly string[]): string[] {
+  return [...new Set([...(filter.allowedFields ?? []), ...filter.requiredFields, ...filter.fieldRules.keys(), ...needed])];
 }
+
+/** Required fields: those of required_fields, and those a `$payload.<field>` of the endpoint needs (absent: 400). */
+const requiredOf = (filter: CompiledClientFilter, needed: readonly string[]): string[] => [...new Set([...filter.requiredFields, ...needed])];
 
 const OPEN_PAYLOAD_NOTE = 'Fields other than those listed are passed on too (no allowed_fields).';
 const STRIPPED_NOTE = 'Fields other than those listed are stripped.';
 
 /** GET: each field a query parameter. Numbers and booleans arrive as strings and are converted. */
-export function queryParameters(filter: CompiledClientFilter): JsonSchema[] {
-  return namedFields(filter).map((name) => ({
+export function queryParameters(filter: CompiledClientFilter, needed: readonly string[]): JsonSchema[] {
+  const required = requiredOf(filter, needed);
+  return namedFields(filter, needed).map((name) => ({
     name,
     in: 'query',
-    required: filter.requiredFields.includes(name),
+    required: required.includes(name),
     schema: fieldSchema(filter.fieldRules.get(name)),
   }));
 }
 
 /** POST: the body, as JSON and/or a form, with its size limit in x-max-body-bytes. */
-export function requestBody(filter: CompiledClientFilter, serverMaxBodyBytes: number): JsonSchema {
-  const properties = Object.fromEntries(namedFields(filter).map((name) => [name, fieldSchema(filter.fieldRules.get(name))]));
+export function requestBody(filter: CompiledClientFilter, needed: readonly string[], serverMaxBodyBytes: number): JsonSchema {
+  const properties = Object.fromEntries(namedFields(filter, needed).map((name) => [name, fieldSchema(filter.fieldRules.get(name))]));
+  const required = requiredOf(filter, needed);
   const schema: JsonSchema = {
     type: 'object',
     properties,
     description: filter.allowedFields ? STRIPPED_NOTE : OPEN_PAYLOAD_NOTE,
   };
-  if (filter.requiredFields.length > 0) schema.required = [...filter.requiredFields];
+  if (required.length > 0) schema.required = required;
   const maxBodyBytes = Math.min(filter.maxBodyBytes ?? serverMaxBodyBytes, serverMaxBodyBytes);
   return {
-    required: filter.requiredFields.length > 0,
+    required: required.length > 0,
     content: Object.fromEntries(filter.allowedContentTypes.map((type) => [type, { schema }])),
     'x-max-body-bytes': maxBodyBytes,
   };

@@ -32,7 +32,10 @@ export function toolkitPaths(toolkit: CompiledToolkit, options: ToolkitPathOptio
 function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method: string, maxBodyBytes: number): JsonSchema {
   const described = endpoint.type.describeResponse?.(endpoint.typeConfig) ?? {};
   const filter = endpoint.clientFilter;
-  const errors: ErrorCase[] = [UNAUTHORIZED, ...NOT_FOUND, INVALID_PAYLOAD, INTERNAL_ERROR, ...(described.errors ?? [])];
+  const own = described.errors ?? [];
+  // The plugin's declared codes, unless describeResponse already says when they happen.
+  const declared = endpoint.pluginErrors.filter((error) => !own.some((described) => described.code === error.code));
+  const errors: ErrorCase[] = [UNAUTHORIZED, ...NOT_FOUND, INVALID_PAYLOAD, INTERNAL_ERROR, ...own, ...declared];
   if (endpoint.minPower > 0) errors.push({ status: 403, code: 'forbidden', description: `the caller's power is below ${endpoint.minPower}.` });
   if (endpoint.dbContext.length > 0) errors.push(DB_CONTEXT_FAILED);
   const op: JsonSchema = {
@@ -44,10 +47,10 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
   };
   if (endpoint.description) op.description = endpoint.description;
   if (method === 'GET') {
-    op.parameters = queryParameters(filter);
+    op.parameters = queryParameters(filter, endpoint.neededPayloadFields);
     op.description = [endpoint.description, queryNote(filter)].filter(Boolean).join('\n\n');
   } else {
-    op.requestBody = requestBody(filter, maxBodyBytes);
+    op.requestBody = requestBody(filter, endpoint.neededPayloadFields, maxBodyBytes);
     errors.push(PAYLOAD_TOO_LARGE);
   }
   op.responses = {

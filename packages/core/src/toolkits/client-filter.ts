@@ -1,16 +1,24 @@
 import { RE2JS } from 're2js';
 import type { FieldProblem } from '../errors.js';
-import type { ConfigIssue } from '../plugins/plugin-api.js';
+import type { Issue } from './config-issues.js';
 import { PARSEABLE_CONTENT_TYPES, type ClientFilterConfig, type FieldRuleConfig, type FieldType } from './toolkit-file-schema.js';
 
 /**
  * client_filter, compiled once at load. Patterns run on RE2 semantics (re2js): matching is linear in
- * the input, so no pattern/input pair can stall the event loop.
+ * the input, but its cost per character grows with the compiled program (`[a-z]{1,1000}` is 2,000 steps).
+ * So a pattern's program size times the longest value it may be run on is bounded: that longest value is
+ * max_length, or UNBOUNDED_PATTERN_INPUT characters when the rule sets none (a longer value fails the
+ * pattern unread), and a pattern whose bound exceeds PATTERN_BUDGET is refused at load.
  */
+export const UNBOUNDED_PATTERN_INPUT = 65_536;
+/** Program steps times characters: about 40-160 ms of one core on a loaded 2-core machine (re2js, Node 20). */
+export const PATTERN_BUDGET = 2_000_000;
+
 export interface CompiledFieldRule {
   type?: FieldType;
   maxLength?: number;
-  pattern?: { source: string; regex: RE2JS };
+  /** The longest string the pattern is run on (code units); longer fails the rule. */
+  pattern?: { source: string; regex: RE2JS; longest: number };
   allowedValues?: Array<string | number | boolean | null>;
 }
 
@@ -22,7 +30,7 @@ export interface CompiledClientFilter {
   fieldRules: ReadonlyMap<string, CompiledFieldRule>;
 }
 
-export function compileClientFilter(config: ClientFilterConfig | undefined, issues: ConfigIssue[], at: Array<string | number>): CompiledClientFilter {
+export function compileClientFilter(config: ClientFilterConfig | undefined, issues: Issue[], at: Array<string | number>): CompiledClientFilter {
   const filter = config ?? {};
   const allowed = filter.allowed_fields ? new Set(filter.allowed_fields) : undefined;
   for (const [index, field] of (filter.required_fields ?? []).entries()) {
@@ -44,7 +52,7 @@ export function compileClientFilter(config: ClientFilterConfig | undefined, issu
   };
 }
 
-function compileRule(rule: FieldRuleConfig, issues: ConfigIssue[], at: Array<string | number>): CompiledFieldRule {
+function compileRule(rule: FieldRuleConfig, issues: Issue[], at: Array<string | number>): CompiledFieldRule {
   const compiled: CompiledFieldRule = { type: rule.type, maxLength: rule.max_length, allowedValues: rule.allowed_values };
   if (rule.max_length !== undefined && rule.type && !['string', 'array'].includes(rule.type)) {
     issues.push({ path: [...at, 'max_length'], message: `max_length applies to strings and arrays, not ${rule.type}` });
@@ -52,12 +60,34 @@ function compileRule(rule: FieldRuleConfig, issues: ConfigIssue[], at: Array<str
   if (rule.pattern !== undefined) {
     if (rule.type && rule.type !== 'string') issues.push({ path: [...at, 'pattern'], message: `pattern applies to strings, not ${rule.type}` });
     try {
-      compiled.pattern = { source: rule.pattern, regex: RE2JS.compile(rule.pattern) };
+      const regex = RE2JS.compile(rule.pattern);
+      // max_length counts code points, the matcher UTF-16 units: at most two per code point.
+      const longest = rule.max_length === undefined ? UNBOUNDED_PATTERN_INPUT : rule.max_length * 2;
+      const steps = programSize(regex);
+      if (steps * longest > PATTERN_BUDGET) {
+        const fits = Math.floor(PATTERN_BUDGET / steps / 2);
+        issues.push({
+          path: [...at, 'pattern'],
+          message: `compiles to ${steps} steps, too many to match values of up to ${rule.max_length ?? UNBOUNDED_PATTERN_INPUT} characters without holding up the server`,
+          hint:
+            fits >= 1
+              ? `set max_length to at most ${fits}, or simplify the pattern (a counted repetition like {1,1000} is one step per count)`
+              : 'simplify the pattern',
+        });
+      }
+      compiled.pattern = { source: rule.pattern, regex, longest };
     } catch (err) {
       issues.push({ path: [...at, 'pattern'], message: `not a valid (RE2) regular expression: ${(err as Error).message}` });
     }
   }
   return compiled;
+}
+
+/** The number of instructions of the compiled program (re2js keeps it on the RE2 object it wraps). */
+function programSize(regex: RE2JS): number {
+  const program = (regex as unknown as { re2Input?: { prog?: { inst?: unknown[] } } }).re2Input?.prog?.inst;
+  // Should a later re2js hide it, the pattern's length is a rough stand-in (each character is a step or more).
+  return Array.isArray(program) ? program.length : regex.pattern().length;
 }
 
 /** Where the payload came from: query-string and form values are strings and may be coerced. */
@@ -100,6 +130,8 @@ function checkValue(field: string, raw: unknown, rule: CompiledFieldRule, source
   }
   if (rule.pattern) {
     if (typeof value !== 'string') return fail('pattern', 'must be a string matching the pattern');
+    if (value.length > rule.pattern.longest)
+      return fail('pattern', `is too long to be matched against its pattern (at most ${UNBOUNDED_PATTERN_INPUT} characters)`);
     if (!rule.pattern.regex.matcher(value).find()) return fail('pattern', `must match ${rule.pattern.source}`);
   }
   if (rule.allowedValues && !rule.allowedValues.some((allowed) => allowed === value)) {

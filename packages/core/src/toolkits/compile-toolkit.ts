@@ -1,14 +1,18 @@
 import path from 'node:path';
-import YAML from 'yaml';
 import type { Logger } from '../log.js';
+import { nearest } from '../suggest.js';
 import type { EndpointTypes, RegisteredType } from '../plugins/endpoint-types.js';
 import type { CheckEnvironment, ConfigIssue } from '../plugins/plugin-api.js';
+import type { JsonSchema } from '../plugins/response-description.js';
 import { compileClientFilter } from './client-filter.js';
 import type { CompiledEndpoint, CompiledToolkit } from './compiled-toolkit.js';
-import { formatPath, fromZod, validateStandard, type ToolkitProblem } from './config-issues.js';
+import { fromZod, UNKNOWN_KEY, validateStandard, type Issue, type ToolkitProblem } from './config-issues.js';
 import type { DatabaseSchema } from './database-schema.js';
 import { compileDbContext } from './db-context-entries.js';
+import { diagnose } from './toolkit-diagnostics.js';
 import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema } from './toolkit-file-schema.js';
+import { toolkitFileJsonSchema } from './toolkit-json-schema.js';
+import { parseToolkitSource, type ToolkitSource } from './toolkit-source.js';
 import { compileWrapping } from './wrapping-rules.js';
 
 export interface CompileEnvironment {
@@ -28,19 +32,27 @@ export type CompileResult = { toolkit: CompiledToolkit } | { problems: ToolkitPr
 
 /** Parses and validates one toolkit file's text as a whole. */
 export async function compileToolkitText(file: string, text: string, env: CompileEnvironment): Promise<CompileResult> {
-  let document: unknown;
-  try {
-    document = parseDocument(text, file);
-  } catch (err) {
-    return refused(file, [{ path: [], message: (err as Error).message.split('\n')[0]! }], declaredName(undefined, text));
+  const source = parseToolkitSource(text, file);
+  if ('syntax' in source) {
+    const { message, hint, position, frame } = source.syntax;
+    const problem = { file: path.basename(file), path: '', line: position.line, column: position.column, message, ...(hint ? { hint } : {}), frame };
+    return { problems: [problem], name: declaredName(undefined, text) };
   }
-  const issues: ConfigIssue[] = [];
-  const toolkit = await compileDocument(document, file, env, issues);
-  return issues.length > 0 || !toolkit ? refused(file, issues, declaredName(document, text)) : { toolkit };
+  const issues: Issue[] = [];
+  const toolkit = await compileDocument(source.document, file, env, issues);
+  return issues.length > 0 || !toolkit ? refused(file, issues, declaredName(source.document, text), source, env.types) : { toolkit };
 }
 
-export function refused(file: string, issues: ConfigIssue[], name?: string): CompileResult {
-  return { problems: issues.map((issue) => ({ file: path.basename(file), path: formatPath(issue.path), message: issue.message })), name };
+/** The problems of a refused file; with its source, each at its line and column, worded with the JSON Schema's help. */
+export function refused(file: string, issues: Issue[], name?: string, source?: ToolkitSource, types?: EndpointTypes): CompileResult {
+  return { problems: diagnose(file, issues, source, types && jsonSchemaOf(types)), name };
+}
+
+const jsonSchemas = new WeakMap<EndpointTypes, JsonSchema>();
+function jsonSchemaOf(types: EndpointTypes): JsonSchema {
+  let schema = jsonSchemas.get(types);
+  if (!schema) jsonSchemas.set(types, (schema = toolkitFileJsonSchema(types)));
+  return schema;
 }
 
 /**
@@ -54,21 +66,14 @@ function declaredName(document: unknown, text: string): string | undefined {
   return match?.[1];
 }
 
-function parseDocument(text: string, file: string): unknown {
-  if (file.endsWith('.json')) {
-    try {
-      return JSON.parse(text);
-    } catch (err) {
-      throw new Error(`not valid JSON: ${(err as Error).message}`);
-    }
-  }
-  const parsed = YAML.parseDocument(text, { uniqueKeys: true, prettyErrors: true });
-  if (parsed.errors.length > 0) throw new Error(`not valid YAML: ${parsed.errors[0]!.message.replace(/\s+/g, ' ')}`);
-  // Aliases are expanded with a cap, so a "billion laughs" file cannot exhaust memory.
-  return parsed.toJS({ maxAliasCount: 100 });
-}
+/** The keys that make a mapping a toolkit file; a file with none of them is not one and its keys are not listed. */
+const TOOLKIT_KEYS = ['name', 'type', 'endpoints'];
 
-async function compileDocument(document: unknown, file: string, env: CompileEnvironment, issues: ConfigIssue[]): Promise<CompiledToolkit | undefined> {
+async function compileDocument(document: unknown, file: string, env: CompileEnvironment, issues: Issue[]): Promise<CompiledToolkit | undefined> {
+  if (document !== null && typeof document === 'object' && !Array.isArray(document) && !TOOLKIT_KEYS.some((key) => key in document)) {
+    issues.push({ path: [], message: 'is not a toolkit file: it has none of the keys name, type and endpoints' });
+    return undefined;
+  }
   const parsed = toolkitFileSchema.safeParse(document);
   if (!parsed.success) {
     issues.push(...fromZod(parsed.error));
@@ -82,7 +87,11 @@ async function compileDocument(document: unknown, file: string, env: CompileEnvi
     const byMethod = routes.get(endpoint.path) ?? new Map<string, CompiledEndpoint>();
     for (const method of endpoint.methods) {
       if (byMethod.has(method))
-        issues.push({ path: ['endpoints', index, 'path'], message: `${method} ${endpoint.path} is already defined by an earlier endpoint` });
+        issues.push({
+          path: ['endpoints', index, 'path'],
+          message: `${method} ${endpoint.path} is already defined by an earlier endpoint`,
+          hint: 'change the path or the method of one of them, or remove one',
+        });
       byMethod.set(method, endpoint);
     }
     routes.set(endpoint.path, byMethod);
@@ -103,7 +112,7 @@ async function compileEndpoint(
   toolkit: string,
   at: Array<string | number>,
   env: CompileEnvironment,
-  issues: ConfigIssue[],
+  issues: Issue[],
 ): Promise<CompiledEndpoint | undefined> {
   const definition = JSON.stringify(raw);
   const coreKeys: Record<string, unknown> = {};
@@ -113,12 +122,21 @@ async function compileEndpoint(
   const core = endpointCoreSchema.safeParse(coreKeys);
   if (!core.success) {
     issues.push(...fromZod(core.error, at));
+    // A misspelt core key (metod) lands among the type's keys: report it as unknown there too.
+    const known = typeof raw.type === 'string' ? env.types.type(raw.type) : undefined;
+    const typeIssues = known ? await validateStandard(known.configSchema, typeKeys, at) : undefined;
+    if (typeIssues && 'issues' in typeIssues) issues.push(...typeIssues.issues.filter((issue) => issue.message === UNKNOWN_KEY));
     return undefined;
   }
   const config = core.data;
   const type = env.types.type(config.type);
   if (!type) {
-    issues.push({ path: [...at, 'type'], message: `unknown endpoint type ${config.type} (loaded: ${env.types.typeNames().join(', ') || 'none'})` });
+    const guess = nearest(config.type, env.types.typeNames());
+    issues.push({
+      path: [...at, 'type'],
+      message: `unknown endpoint type ${config.type} (loaded: ${env.types.typeNames().join(', ') || 'none'})`,
+      ...(guess ? { hint: `did you mean ${guess}?` } : {}),
+    });
     return undefined;
   }
   const before = issues.length;
@@ -158,7 +176,20 @@ async function compileEndpoint(
     wrapping: wrapping.rules,
     type,
     typeConfig: typeConfig.value,
+    neededPayloadFields: [...new Set([...dbContext.flatMap((entry) => (entry.filter ? [entry.filter.payloadField] : [])), ...payloadReferences(typeKeys)])],
+    pluginErrors: [...env.types.declaredErrorCodes()]
+      .filter(([, declared]) => declared.plugin === type.plugin)
+      .map(([code, declared]) => ({ status: declared.status, code, description: declared.meaning })),
   };
+}
+
+const PAYLOAD_REFERENCE = /^\$payload\.([A-Za-z_][A-Za-z0-9_]*)$/;
+
+/** The fields named by `$payload.<field>` values anywhere in a type's keys (SPEC 5: an absent one is 400). */
+function payloadReferences(value: unknown, depth = 0): string[] {
+  if (typeof value === 'string') return PAYLOAD_REFERENCE.exec(value)?.slice(1, 2) ?? [];
+  if (value === null || typeof value !== 'object' || depth > 16) return [];
+  return Object.values(value).flatMap((inner) => payloadReferences(inner, depth + 1));
 }
 
 /** A plugin's check that throws (a bug of the plugin) refuses this endpoint's file only; the cause is logged. */

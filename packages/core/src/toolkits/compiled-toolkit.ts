@@ -29,4 +29,12 @@ export interface CompiledEndpoint {
   type: RegisteredType;
   /** The type's own keys, as its schema returned them. */
   typeConfig: unknown;
+  /**
+   * Payload fields without which the endpoint answers 400 although client_filter does not require them:
+   * the `$payload.<field>` of an inject_db_context filter or of the type's keys (a pseudo query's where).
+   * OpenAPI marks them required.
+   */
+  neededPayloadFields: readonly string[];
+  /** The error codes the type's plugin declared (api.declareErrors), for OpenAPI. */
+  pluginErrors: ReadonlyArray<{ status: number; code: string; description: string }>;
 }

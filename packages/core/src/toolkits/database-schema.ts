@@ -1,4 +1,5 @@
 import { isMysql, type Database } from '../db/connect.js';
+import { nearest } from '../suggest.js';
 import { COLUMN_TYPES, mysqlColumnKind, sqliteColumnKind, type ColumnKind, type ColumnType } from './column-types.js';
 
 /**
@@ -14,6 +15,10 @@ export class DatabaseSchema {
 
   hasColumn(table: string, column: string): boolean {
     return this.tables.get(table)?.has(column) ?? false;
+  }
+
+  tableNames(): string[] {
+    return [...this.tables.keys()];
   }
 
   columnsOf(table: string): string[] {
@@ -39,13 +44,25 @@ const BOOKKEEPING_PREFIX = 'tkgate_';
 /** tkgate's own tables: readable (minus secrets) but never written through configuration. */
 export const CORE_TABLES = new Set(['users', 'core_groups', 'jde_associations', 'toolkit_overrides', ...SECRET_TABLES]);
 
+const secretTable = (table: string): boolean => SECRET_TABLES.has(table) || table.startsWith(BOOKKEEPING_PREFIX);
+
+/** A misspelt table or column name's nearest existing one, as a parenthesis for the message. */
+function didYouMean(typed: string, names: string[]): string {
+  const guess = nearest(typed, names);
+  return guess ? ` (did you mean ${guess}?)` : '';
+}
+
 /** Why a table/column may not be read through configuration, or undefined when it may. */
 export function unreadable(schema: DatabaseSchema, table: string, column?: string): string | undefined {
-  if (SECRET_TABLES.has(table) || table.startsWith(BOOKKEEPING_PREFIX)) return `table ${table} can never be read through configuration`;
-  if (!schema.hasTable(table)) return `table ${table} does not exist in the database`;
+  if (secretTable(table)) return `table ${table} can never be read through configuration`;
+  if (!schema.hasTable(table))
+    return `table ${table} does not exist in the database${didYouMean(
+      table,
+      schema.tableNames().filter((name) => !secretTable(name)),
+    )}`;
   if (column === undefined) return undefined;
   if (SECRET_COLUMNS.has(`${table}.${column}`)) return `${table}.${column} can never be read through configuration`;
-  if (!schema.hasColumn(table, column)) return `column ${table}.${column} does not exist`;
+  if (!schema.hasColumn(table, column)) return `column ${table}.${column} does not exist${didYouMean(column, schema.columnsOf(table))}`;
   return undefined;
 }
 

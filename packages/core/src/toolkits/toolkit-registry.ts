@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { EndpointTypes } from '../plugins/endpoint-types.js';
 import { compileToolkitText, refused, type CompileEnvironment, type CompileResult } from './compile-toolkit.js';
 import type { CompiledEndpoint } from './compiled-toolkit.js';
-import type { ToolkitProblem } from './config-issues.js';
+import { problemFields, type ToolkitProblem } from './config-issues.js';
 import { readDatabaseSchema } from './database-schema.js';
 import { EndpointLifetimes } from './endpoint-lifetimes.js';
 import { compareSnapshots, type SnapshotChanges } from './snapshot-changes.js';
@@ -68,7 +68,8 @@ export class ToolkitRegistry {
   constructor(
     readonly dir: string,
     private readonly db: Database,
-    private readonly types: EndpointTypes,
+    /** The endpoint types of the loaded plugins (GET {base}/toolkit.schema.json describes their keys). */
+    readonly types: EndpointTypes,
     /** Where reloads are reported (a quiet logger in all but one worker keeps them logged once). */
     private readonly log: Logger,
     private readonly options: RegistryOptions = { maxFileBytes: DEFAULT_MAX_FILE_BYTES },
@@ -252,8 +253,7 @@ export class ToolkitRegistry {
       const key = `${record.hash}:${JSON.stringify(record.result.problems)}`;
       if (this.loggedRefusals.get(file) === key) continue;
       this.loggedRefusals.set(file, key);
-      for (const problem of record.result.problems)
-        this.log.warn('toolkit file refused', { file: problem.file, path: problem.path, reason: problem.message, trigger });
+      for (const problem of record.result.problems) this.log.warn('toolkit file refused', { ...problemFields(problem), reason: problem.message, trigger });
     }
     for (const file of this.loggedRefusals.keys()) if (!records.has(file)) this.loggedRefusals.delete(file);
   }
