@@ -87,6 +87,10 @@ export function stageRelease(root, dest) {
   if (!existsSync(path.join(modules, 'better-sqlite3/build/Release/better_sqlite3.node')))
     throw new Error('better-sqlite3 has no compiled binding in the checkout: run npm ci');
 
+  // Debian's own nodejs package is a small binary over a shared libnode: copied alone it would not run.
+  if (readFileSync(process.execPath).includes('libnode.so')) {
+    throw new Error(`${process.execPath} loads a shared libnode: build the release with a self-contained Node (nodejs.org's or NodeSource's)`);
+  }
   mkdirSync(path.join(dest, 'node/bin'), { recursive: true });
   copyFileSync(process.execPath, path.join(dest, 'node/bin/node'));
   chmodSync(path.join(dest, 'node/bin/node'), 0o755);
