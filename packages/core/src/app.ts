@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import { authRoutes } from './auth/auth-routes.js';
+import { oidcRouter } from './auth/oidc/oidc-routes.js';
 import type { AuthServices } from './auth/auth-services.js';
 import { notFound } from './errors.js';
 import type { GatewayMiddleware, GatewayState } from './http/context.js';
@@ -40,6 +41,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
   app.use(toolkitRoutes(services));
   app.use(authRoutes(services));
   app.use(openApiRoutes(services).routes());
+  app.use(oidcRouter(services).routes());
   app.use(noSuchRoute);
   return app;
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Database } from './connect.js';
 import * as initial from './migrations/001_initial.js';
 import * as sharedAuthority from './migrations/002_shared_authority.js';
+import * as oidc from './migrations/003_oidc.js';
 import { importPlugins } from '../plugins/plugin-loader.js';
 import { migratePlugins } from '../plugins/plugin-migrations.js';
 
@@ -9,6 +10,7 @@ import { migratePlugins } from '../plugins/plugin-migrations.js';
 const migrations: Record<string, Knex.Migration> = {
   '001_initial': initial,
   '002_shared_authority': sharedAuthority,
+  '003_oidc': oidc,
 };
 
 const source: Knex.MigrationSource<string> = {
