@@ -31,6 +31,8 @@ export class TestIdentityProvider {
   signingKey!: CryptoKey;
   readonly kid = `key-${randomUUID()}`;
   tamper: ((idToken: string) => Promise<string>) | undefined;
+  /** Back-channel logout calls that failed (what the provider would log). */
+  readonly backchannelErrors: string[] = [];
   private provider: any;
   private server!: Server;
   issuer = '';
@@ -78,6 +80,8 @@ export class TestIdentityProvider {
       conformIdTokenClaims: false,
       pkce: { required: () => true },
       features: { devInteractions: { enabled: true }, backchannelLogout: { enabled: true }, rpInitiatedLogout: { enabled: true } },
+      // The relying party (the gateway under test) is on loopback, which the provider's SSRF guard refuses to call.
+      fetch: (url: string, { dispatcher, ...options }: RequestInit & { dispatcher?: unknown }) => (void dispatcher, globalThis.fetch(url, options)),
       findAccount: (_ctx: unknown, id: string) => {
         const account = this.accounts.get(id);
         return account && { accountId: id, claims: () => ({ ...account.claims, sub: account.sub }) };
@@ -87,6 +91,7 @@ export class TestIdentityProvider {
       await next();
       if (ctx.path === '/token' && this.tamper && ctx.body?.id_token) ctx.body = { ...ctx.body, id_token: await this.tamper(ctx.body.id_token) };
     });
+    provider.on('backchannel.error', (_ctx: unknown, err: Error) => this.backchannelErrors.push(err.message));
     this.provider = provider;
   }
 
