@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
+import { runCli } from '../support/cli.js';
+import { writeConfig } from '../support/gateway-process.js';
 import { authClient, call } from '../support/http.js';
 import { scrape, valueOf } from '../support/ops.js';
 import { APP, callbackUrl, exchange, loginUrl, RETURN_TO, signInCode, signInToken, visitCallback, withSso } from './sso-suite.js';
@@ -9,6 +11,7 @@ for (const dialect of dialects) {
   describe(`single sign-on with a real OpenID provider (${dialect.name})`, function () {
     this.timeout(60_000);
     const s = withSso(dialect, { users: [{ username: 'taken' }] });
+    const cli = (...args: string[]) => runCli([...args, '--config', writeConfig({ db: s.bed.dbConfig })]);
     /** A sign-in up to the callback URL the provider sends the browser to. */
     const callbackOf = (sub: string) => new UserAgent().signIn(loginUrl(s.base), sub, callbackUrl(s.base));
     before(() => {
@@ -91,10 +94,12 @@ for (const dialect of dialects) {
     });
 
     it('a disabled user is refused with #error=user_disabled', async () => {
-      await s.bed.db('users').where({ username: 'bob' }).update({ disabled: true });
+      const token = await signInToken(s, 'u-1002');
+      expect((await cli('user', 'disable', 'bob')).code).to.equal(0);
+      expect((await authClient(s.base).status(token)).status).to.equal(401);
       const answer = await visitCallback(await callbackOf('u-1002'));
       expect(answer.location).to.equal(`${RETURN_TO}#error=user_disabled`);
-      await s.bed.db('users').where({ username: 'bob' }).update({ disabled: false });
+      expect((await cli('user', 'enable', 'bob')).code).to.equal(0);
     });
 
     it('logout of an OIDC session answers the provider end_session_url (client_id, post_logout_redirect_uri)', async () => {
@@ -107,6 +112,15 @@ for (const dialect of dialects) {
       expect(url.searchParams.get('client_id')).to.equal('tkgate-gateway');
       expect(url.searchParams.get('post_logout_redirect_uri')).to.equal(`${APP}/bye`);
       expect((await authClient(s.base).status(token)).status).to.equal(401);
+    });
+
+    it('user list shows the provider of each user', async () => {
+      const listed = await cli('user', 'list');
+      expect(listed.code, listed.stderr).to.equal(0);
+      const lines = listed.stdout.trim().split('\n');
+      expect(lines[0]).to.match(/\sPROVIDER$/);
+      expect(lines.some((line) => /^\d+\s+alice\s.*\scorp$/.test(line))).to.equal(true);
+      expect(lines.some((line) => /^\d+\s+taken\s.*\s-$/.test(line))).to.equal(true);
     });
 
     it('counts logins by method', async () => {
