@@ -23,6 +23,8 @@ export class LoginCodes {
   /** A new code for a signed-in user: 32 random bytes, base64url. */
   async issue(signedIn: SignedIn, now = Date.now()): Promise<string> {
     const code = randomBytes(32).toString('base64url');
+    // Codes nobody exchanged are forgotten as new ones are issued.
+    await this.db('oidc_login_codes').where('expires_at', '<=', now).delete();
     await this.db('oidc_login_codes').insert({
       code_hash: codeHash(code),
       user_id: signedIn.userId,
@@ -46,9 +48,5 @@ export class LoginCodes {
       sid: row.sid == null ? null : String(row.sid),
       endSessionUrl: row.end_session_url == null ? null : String(row.end_session_url),
     };
-  }
-
-  purgeExpired(now = Date.now()): Promise<number> {
-    return this.db('oidc_login_codes').where('expires_at', '<=', now).delete();
   }
 }
