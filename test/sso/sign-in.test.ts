@@ -10,7 +10,7 @@ import { UserAgent } from './user-agent.js';
 for (const dialect of dialects) {
   describe(`single sign-on with a real OpenID provider (${dialect.name})`, function () {
     this.timeout(60_000);
-    const s = withSso(dialect, { users: [{ username: 'taken' }] });
+    const s = withSso(dialect, { users: [{ username: 'taken' }], config: { sessions: { cache_ttl: '1s', max_per_user: 3 } } });
     const cli = (...args: string[]) => runCli([...args, '--config', writeConfig({ db: s.bed.dbConfig })]);
     /** A sign-in up to the callback URL the provider sends the browser to. */
     const callbackOf = (sub: string) => new UserAgent().signIn(loginUrl(s.base), sub, callbackUrl(s.base));
@@ -121,6 +121,19 @@ for (const dialect of dialects) {
       expect(lines[0]).to.match(/\sPROVIDER$/);
       expect(lines.some((line) => /^\d+\s+alice\s.*\scorp$/.test(line))).to.equal(true);
       expect(lines.some((line) => /^\d+\s+taken\s.*\s-$/.test(line))).to.equal(true);
+    });
+
+    it('an exchange creates its session as a login does: the oldest beyond sessions.max_per_user goes', async () => {
+      s.idp.addAccount({ sub: 'u-1005', claims: { preferred_username: 'fay' } });
+      const tokens = [];
+      for (let i = 0; i < 4; i++) tokens.push(await signInToken(s, 'u-1005'));
+      expect((await authClient(s.base).status(tokens[0]!)).status).to.equal(401);
+      for (const token of tokens.slice(1)) expect((await authClient(s.base).status(token)).status).to.equal(200);
+      const fay = await s.bed.db('users').where({ username: 'fay' }).first('id');
+      const rows = await s.bed.db('sessions').where({ user_id: fay.id }).select('oidc_provider', 'oidc_subject', 'oidc_sid');
+      expect(rows).to.have.length(3);
+      for (const row of rows) expect(row).to.include({ oidc_provider: 'corp', oidc_subject: 'u-1005' });
+      expect(new Set(rows.map((row) => row.oidc_sid)).size, 'one provider session per sign-in (a fresh browser each)').to.equal(3);
     });
 
     it('counts logins by method', async () => {
