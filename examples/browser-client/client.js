@@ -44,12 +44,45 @@ async function logIn(event) {
   showError('');
   try {
     const reply = await callGateway('POST', '/auth/login', { json: { username: $('username').value, password: $('password').value } });
-    if (reply.status !== 200) return showError(`login refused: ${reply.body.error?.code ?? reply.status} (${reply.body.error?.message ?? ''})`);
-    session.token = reply.body.data.token;
     $('password').value = '';
-    const { user } = reply.body.data;
-    showSession(`Logged in as ${user.username} (power ${user.power}); request ${reply.requestId}`);
-    await listEndpoints();
+    await startSession(reply, 'Logged in');
+  } catch (err) {
+    showError(err.message);
+  }
+}
+
+/** The answer of a password login or of a login_code exchange: the same data. */
+async function startSession(reply, how) {
+  if (reply.status !== 200) return showError(`login refused: ${reply.body.error?.code ?? reply.status} (${reply.body.error?.message ?? ''})`);
+  session.token = reply.body.data.token;
+  const { user } = reply.body.data;
+  showSession(`${how} as ${user.username} (power ${user.power}); request ${reply.requestId}`);
+  await listEndpoints();
+}
+
+// ---- single sign-on (docs/sso.md) ----------------------------------------------------------------
+
+/** The page's own address without its fragment: where the gateway sends the browser back (an allowed return_to). */
+const returnTo = () => location.href.split('#')[0];
+
+/** Off to the gateway, which sends the browser on to the identity provider's login page. */
+function signInWithProvider(event) {
+  event.preventDefault();
+  const provider = encodeURIComponent($('provider').value.trim());
+  location.assign(`${gatewayUrl()}/auth/oidc/${provider}/login?return_to=${encodeURIComponent(returnTo())}`);
+}
+
+/**
+ * Back from the provider: the fragment holds `login_code` (single use, 60 s) or `error`. The fragment is dropped
+ * from the address bar and history at once, then the code is exchanged for a session token.
+ */
+async function finishSignIn() {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  if (!fragment.has('login_code') && !fragment.has('error')) return;
+  history.replaceState(null, '', returnTo());
+  if (fragment.has('error')) return showError(`sign-in refused: ${fragment.get('error')}`);
+  try {
+    await startSession(await callGateway('POST', '/auth/oidc/exchange', { json: { login_code: fragment.get('login_code') } }), 'Signed in');
   } catch (err) {
     showError(err.message);
   }
@@ -60,6 +93,10 @@ async function logOut() {
   try {
     const reply = await callGateway('POST', '/auth/logout');
     if (reply.status !== 200) showError(`logout: ${reply.body.error?.code ?? reply.status}`);
+    // An OIDC session: the provider's own session lives on until the person signs out there too.
+    const endSession = /^https?:\/\//.test(reply.body.data?.end_session_url ?? '') ? reply.body.data.end_session_url : null;
+    $('end-session').hidden = !endSession;
+    if (endSession) $('end-session').href = endSession;
   } catch (err) {
     showError(err.message);
   }
@@ -73,6 +110,7 @@ function showSession(text) {
   $('who').hidden = false;
   $('logout').hidden = session.token === null;
   $('login-form').hidden = session.token !== null;
+  $('sso-form').hidden = session.token !== null;
 }
 
 // ---- endpoints from openapi.json ------------------------------------------------------------------
@@ -216,3 +254,5 @@ function showResult(result, reply) {
 $('gateway').value = new URLSearchParams(location.search).get('gateway') ?? 'http://127.0.0.1:8080/api';
 $('login-form').addEventListener('submit', logIn);
 $('logout').addEventListener('click', logOut);
+$('sso-form').addEventListener('submit', signInWithProvider);
+void finishSignIn();

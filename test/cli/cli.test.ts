@@ -86,7 +86,7 @@ for (const dialect of dialects) {
       const result = await cli(['user', 'list']);
       expect(result.code).to.equal(0);
       const lines = result.stdout.trim().split('\n');
-      expect(lines[0]).to.match(/^ID\s+USERNAME\s+POWER\s+GROUP\s+DISABLED\s+CREATED$/);
+      expect(lines[0]).to.match(/^ID\s+USERNAME\s+POWER\s+GROUP\s+DISABLED\s+CREATED\s+PROVIDER$/);
       expect(lines.some((line) => /^\d+\s+uma\s+42\s+ops\s+no\s+\d{4}-\d\d-\d\dT/.test(line))).to.equal(true);
       expect(lines.some((line) => /^\d+\s+xena\s+0\s+-\s+no\s+/.test(line))).to.equal(true);
     });

@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import { authRoutes } from './auth/auth-routes.js';
+import { oidcRoutes } from './auth/oidc/oidc-routes.js';
 import type { AuthServices } from './auth/auth-services.js';
 import { notFound } from './errors.js';
 import type { GatewayMiddleware, GatewayState } from './http/context.js';
@@ -51,6 +52,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
   const contributions = [
     healthRoutes(services.db, services.readiness, log),
     authRoutes(services),
+    oidcRoutes(services),
     openApiRoutes(services),
     toolkitRoutes(services, at),
     ...(services.routes ?? []),

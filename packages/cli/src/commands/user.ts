@@ -48,8 +48,8 @@ export const userList: Command = {
   async run({ values }) {
     const users = await withDatabase(values, (db) => listUsers(db));
     const rows = [
-      ['ID', 'USERNAME', 'POWER', 'GROUP', 'DISABLED', 'CREATED'],
-      ...users.map((u) => [String(u.id), u.username, String(u.power), u.core_group ?? '-', u.disabled ? 'yes' : 'no', u.created_at]),
+      ['ID', 'USERNAME', 'POWER', 'GROUP', 'DISABLED', 'CREATED', 'PROVIDER'],
+      ...users.map((u) => [String(u.id), u.username, String(u.power), u.core_group ?? '-', u.disabled ? 'yes' : 'no', u.created_at, u.provider ?? '-']),
     ];
     const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
     for (const row of rows)

@@ -19,6 +19,8 @@ export interface UserListing {
   core_group: string | null;
   disabled: boolean;
   created_at: string;
+  /** The OIDC provider that signs this user in; null for a user with a password. */
+  provider: string | null;
 }
 
 function checkPassword(password: string): void {
@@ -91,7 +93,7 @@ export async function listUsers(db: Database): Promise<UserListing[]> {
   const rows = await db('users')
     .leftJoin('core_groups', 'core_groups.id', 'users.core_group_id')
     .orderBy('users.id')
-    .select('users.id', 'users.username', 'users.power', 'core_groups.name as core_group', 'users.disabled', 'users.created_at');
+    .select('users.id', 'users.username', 'users.power', 'core_groups.name as core_group', 'users.disabled', 'users.created_at', 'users.oidc_provider');
   return rows.map((row) => ({
     id: Number(row.id),
     username: String(row.username),
@@ -99,5 +101,6 @@ export async function listUsers(db: Database): Promise<UserListing[]> {
     core_group: row.core_group == null ? null : String(row.core_group),
     disabled: Boolean(row.disabled),
     created_at: new Date(Number(row.created_at)).toISOString(),
+    provider: row.oidc_provider == null ? null : String(row.oidc_provider),
   }));
 }

@@ -8,7 +8,8 @@ import type { Logger } from '../log.js';
 import { hashPrefix } from '../sessions/session.js';
 import { MAX_PASSWORD_LENGTH, verifyAgainstDecoy, verifyPassword } from '../users/passwords.js';
 import type { LoginResult } from '../ops/metrics.js';
-import { isoTime, type AuthServices } from './auth-services.js';
+import type { AuthServices } from './auth-services.js';
+import { loginData } from './login-data.js';
 import { requireFields } from './body-fields.js';
 import { LoginLimiter } from './login-limiter.js';
 
@@ -38,6 +39,8 @@ const RESULT_OF_REFUSAL: Record<string, LoginResult> = { invalid_credentials: 'i
 export function login(services: AuthServices): GatewayMiddleware {
   const attempt = loginAttempt(services);
   return async (ctx) => {
+    if (!services.config.auth.password_login)
+      throw new GatewayError(403, 'password_login_disabled', 'password login is turned off: sign in through an identity provider');
     try {
       await attempt(ctx);
     } catch (err) {
@@ -71,7 +74,8 @@ function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): 
       const user = await users.findForLogin(username);
       let passwordMatches: boolean;
       try {
-        passwordMatches = user ? await verifyPassword(user.password_hash, password) : await verifyAgainstDecoy(password);
+        // A user signed in by an OIDC provider has no password (an empty hash): it costs and answers as a wrong one.
+        passwordMatches = user?.password_hash ? await verifyPassword(user.password_hash, password) : await verifyAgainstDecoy(password);
       } catch (err) {
         if (err instanceof GatewayError && err.code === 'busy') reportBusy();
         throw err;
@@ -89,16 +93,10 @@ function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): 
         outcome = 'failed';
         throw invalidCredentials();
       }
-      const { token, session } = created;
+      const { session } = created;
       limiter.reset(limitKey).catch((err) => log.warn('failed logins not reset', describeDatabaseError(err)));
       log.info('login', { request_id: ctx.state.requestId, user_id: user.id, session: hashPrefix(session.tokenHash) });
-      sendData(ctx, {
-        token,
-        token_type: 'Bearer',
-        expires_at: isoTime(session.expiresAt),
-        idle_timeout_s: Math.round(config.sessions.idle_timeout_ms / 1000),
-        user: { id: user.id, username: user.username, power: user.power },
-      });
+      sendData(ctx, loginData(config, user, created));
     } catch (err) {
       // Until it is settled the reservation holds its place in the budget (and turns into a failure once
       // stale), so neither write can let more wrong passwords through; a failure is on record before the answer.

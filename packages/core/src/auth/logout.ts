@@ -3,10 +3,15 @@ import type { Stage } from '../http/stage.js';
 import type { AuthenticatedState } from './authenticate.js';
 import type { AuthServices } from './auth-services.js';
 
-/** POST {base}/auth/logout: ends the calling session, durably, before answering. */
+/**
+ * POST {base}/auth/logout: ends the calling session, durably, before answering. An OIDC session also gets the
+ * provider's end-session URL (RP-initiated logout), read before the session row goes.
+ */
 export function logout({ sessions }: AuthServices): Stage<AuthenticatedState> {
   return async (ctx) => {
-    await sessions.end(ctx.state.session);
-    sendData(ctx, { logged_out: true });
+    const session = ctx.state.session;
+    const endSessionUrl = session.provider === undefined ? undefined : await sessions.endSessionUrlOf(session);
+    await sessions.end(session);
+    sendData(ctx, endSessionUrl === undefined ? { logged_out: true } : { logged_out: true, end_session_url: endSessionUrl });
   };
 }

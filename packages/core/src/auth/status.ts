@@ -15,6 +15,7 @@ export function statusData(session: Session, caller: CallerRecord): Record<strin
     created_at: isoTime(session.createdAt),
     last_used_at: isoTime(session.lastUsedAt),
     expires_at: isoTime(session.expiresAt),
+    ...(session.provider === undefined ? {} : { provider: session.provider }),
   };
 }
 

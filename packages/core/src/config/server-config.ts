@@ -7,6 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import convict from 'convict';
+import { oidcProviderList, withClientSecrets } from '../auth/oidc/provider-config.js';
 import type { LogLevel } from '../log.js';
 import { nearest } from '../suggest.js';
 import { parseToolkitSource } from '../toolkits/toolkit-source.js';
@@ -22,6 +23,7 @@ import {
   processCount,
   SettingProblem,
   stringList,
+  structured,
   text,
   type Setting,
 } from './settings.js';
@@ -45,6 +47,10 @@ const declaration = {
     trust_proxy: flag(false, { doc: 'take the client address from X-Forwarded-For', env: 'TKGATE_TRUST_PROXY' }),
     shutdown_delay: duration('0s', { doc: 'on SIGTERM, serve on this long with /readyz 503 before closing, so load balancers stop first' }),
     workers: processCount(1, { doc: 'worker processes serving one port, or "auto" for one per core', env: 'TKGATE_WORKERS' }),
+    public_url: text('', { doc: 'the URL browsers reach the gateway at (e.g. https://gw.example.org), for OIDC callback URLs' }, (value) => {
+      if (value !== '' && (!URL.canParse(value) || !['http:', 'https:'].includes(new URL(value).protocol) || new URL(value).origin !== value))
+        throw new Error('must be empty or an origin like "https://gw.example.org" (no path or trailing slash)');
+    }),
     cors: {
       origins: originList({ doc: 'origins whose browser pages may call the gateway (exact, or ["*"]); [] sends no CORS header' }),
     },
@@ -73,6 +79,10 @@ const declaration = {
     admin_power: integer(100, { doc: 'power needed for clear-sessions' }),
     login_max_failures: integer(10, { doc: 'failed logins per username + client IP within the window' }, positive),
     login_window: duration('1m', { doc: 'window of the failed-login limit' }),
+    password_login: flag(true, { doc: 'false answers POST {base}/auth/login with 403 password_login_disabled' }),
+    oidc: {
+      providers: structured([], { doc: 'OpenID Connect providers people sign in through (docs/sso.md)', sensitive: true }, oidcProviderList),
+    },
   },
   toolkits: {
     dir: filePath('./config/toolkits', { doc: 'one file per toolkit (.yaml, .yml or .json)', env: 'TKGATE_TOOLKITS_DIR' }),
@@ -143,7 +153,14 @@ function convictSchema(node: Declaration): convict.Schema<unknown> {
   const schema: Record<string, unknown> = {};
   for (const [name, child] of Object.entries(node)) {
     schema[name] = isSetting(child)
-      ? { doc: child.doc, default: null, nullable: true, env: child.env, sensitive: child.sensitive, format: child.wholeObject ? Object : () => undefined }
+      ? {
+          doc: child.doc,
+          default: null,
+          nullable: true,
+          env: child.env,
+          sensitive: child.sensitive,
+          format: child.wholeObject ? (Array.isArray(child.default) ? Array : Object) : () => undefined,
+        }
       : convictSchema(child);
   }
   return schema as convict.Schema<unknown>;
@@ -249,7 +266,9 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
   if (normalised.db.client === 'mysql' && !normalised.db.url) {
     throw new ConfigError('invalid configuration: db.url: must be set when db.client is mysql');
   }
-  return { ...normalised, file };
+  const { providers, problems } = withClientSecrets(normalised.auth.oidc.providers, env);
+  if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  return { ...normalised, auth: { ...normalised.auth, oidc: { providers } }, file };
 }
 
 /** One row of docs/configuration.md. */

@@ -5,6 +5,7 @@
  */
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
+import type { z } from 'zod';
 import { parseDuration } from './duration.js';
 
 export interface Setting<T, Suffix extends string = ''> {
@@ -161,6 +162,23 @@ export function objectsByName(about: About): Setting<Record<string, Record<strin
           if (!isObject(entry)) throw new SettingProblem(`must be an object of that plugin's settings`, name);
       },
       normalise: (v) => v as Record<string, Record<string, unknown>>,
+    }),
+    wholeObject: true,
+  };
+}
+
+/** A structured value checked by a zod schema (the OIDC providers); a problem names the key inside it. */
+export function structured<T>(value: unknown, about: About, schema: z.ZodType<T>): Setting<T> {
+  return {
+    ...setting(value, about, {
+      check: (v) => {
+        const parsed = schema.safeParse(v);
+        if (parsed.success) return;
+        const [issue] = parsed.error.issues;
+        if (issue!.path.length === 0) fail(issue!.message);
+        throw new SettingProblem(issue!.message, issue!.path.map(String).join('.'));
+      },
+      normalise: (v) => schema.parse(v),
     }),
     wholeObject: true,
   };

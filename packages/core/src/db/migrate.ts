@@ -3,6 +3,7 @@ import type { Database } from './connect.js';
 import * as initial from './migrations/001_initial.js';
 import * as sharedAuthority from './migrations/002_shared_authority.js';
 import * as readiness from './migrations/003_readiness.js';
+import * as oidc from './migrations/004_oidc.js';
 import { importPlugins } from '../plugins/plugin-loader.js';
 import { migratePlugins, pluginMigrationsTable } from '../plugins/plugin-migrations.js';
 
@@ -11,6 +12,7 @@ const migrations: Record<string, Knex.Migration> = {
   '001_initial': initial,
   '002_shared_authority': sharedAuthority,
   '003_readiness': readiness,
+  '004_oidc': oidc,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -7,6 +7,8 @@ import type { Registry } from 'prom-client';
 import { TalliedCounter, TalliedHistogram } from './tallied-metrics.js';
 
 export type LoginResult = 'success' | 'invalid' | 'rate_limited' | 'busy';
+/** How a person signed in: a password, or an OpenID Connect provider (the exchange of a login_code). */
+export type LoginMethod = 'password' | 'oidc';
 export type ReloadResult = 'applied' | 'refused';
 
 /** What plugins may add (PluginApi.metrics). */
@@ -19,7 +21,7 @@ export interface GatewayMetrics extends PluginMetrics {
   /** The registry to scrape; undefined when metrics are off. */
   readonly registry: Registry | undefined;
   request(route: string, status: number, seconds: number): void;
-  login(result: LoginResult): void;
+  login(result: LoginResult, method?: LoginMethod): void;
   reload(result: ReloadResult): void;
   upstream(toolkit: string, endpoint: string, seconds: number): void;
   /** The live sessions in the database, counted at every scrape (one figure for all workers: their max). */
@@ -54,7 +56,7 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
     ['route'],
     LATENCY_BUCKETS,
   );
-  const logins = new Counter({ name: 'tkgate_logins_total', help: 'Login attempts by result', labelNames: ['result'], registers });
+  const logins = new Counter({ name: 'tkgate_logins_total', help: 'Login attempts by result and method', labelNames: ['result', 'method'], registers });
   const reloads = new Counter({
     name: 'tkgate_toolkit_reloads_total',
     help: 'Toolkit directory reloads by result (refused: at least one file refused)',
@@ -69,7 +71,8 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
     LATENCY_BUCKETS,
   );
   // Zero rows for every result, so rate() and dashboards see the series before the first event.
-  for (const result of ['success', 'invalid', 'rate_limited', 'busy']) logins.inc({ result }, 0);
+  for (const result of ['success', 'invalid', 'rate_limited', 'busy']) logins.inc({ result, method: 'password' }, 0);
+  for (const result of ['success', 'invalid']) logins.inc({ result, method: 'oidc' }, 0);
   for (const result of ['applied', 'refused']) reloads.inc({ result }, 0);
 
   const gauge = (name: string, help: string, read: () => number) => {
@@ -100,7 +103,7 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
       requests.inc([route, status]);
       durations.observe([route], seconds);
     },
-    login: (result) => logins.inc({ result }),
+    login: (result, method = 'password') => logins.inc({ result, method }),
     reload: (result) => reloads.inc({ result }),
     upstream: (toolkit, endpoint, seconds) => upstreams.observe([toolkit, endpoint], seconds),
     sessions: (read) => databaseGauge('tkgate_sessions', 'Live sessions in the database', read),

@@ -1,6 +1,6 @@
 import { describeDatabaseError, unavailableWhenRefused } from '../db/database-errors.js';
 import type { Logger } from '../log.js';
-import { hashPrefix, type Session, type SessionPolicy } from './session.js';
+import { hashPrefix, type OidcSessionFacts, type Session, type SessionPolicy } from './session.js';
 import type { SessionCache } from './session-cache.js';
 import type { SessionRead, SessionTable } from './session-table.js';
 import { hashToken, newToken } from './token.js';
@@ -23,9 +23,9 @@ export class SessionStore {
   ) {}
 
   /** A login: durable (and the user's oldest sessions beyond the maximum gone) before the token is returned. */
-  async create(userId: number): Promise<{ token: string; session: Session } | undefined> {
+  async create(userId: number, oidc?: OidcSessionFacts): Promise<{ token: string; session: Session } | undefined> {
     const token = newToken();
-    const written = await this.table.login(hashToken(token), userId);
+    const written = await this.table.login(hashToken(token), userId, oidc);
     if (!written) return undefined;
     this.cache.forget(written.evicted);
     return { token, session: written.session };
@@ -77,6 +77,18 @@ export class SessionStore {
     const ended = await unavailableWhenRefused('sessions not cleared', () => this.table.deleteAllOf(userId), { user_id: userId });
     this.cache.forget(ended);
     return ended.length;
+  }
+
+  /** Ends the sessions a provider's back-channel logout names (its IdP session or its user); returns how many. */
+  async endOidc(provider: string, ended: { sid?: string | undefined; sub?: string | undefined }): Promise<number> {
+    const hashes = await unavailableWhenRefused('sessions not ended', () => this.table.deleteOidc(provider, ended), { provider });
+    this.cache.forget(hashes);
+    return hashes.length;
+  }
+
+  /** The provider's end-session URL of an OIDC session (RP-initiated logout), if any. */
+  endSessionUrlOf(session: Session): Promise<string | undefined> {
+    return this.table.endSessionUrlOf(session.tokenHash);
   }
 
   /** Deletes the sessions whose stored expiry has passed; run periodically by every instance. */

@@ -2,7 +2,7 @@ import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import { lockUser, writeTransaction } from '../db/write-transaction.js';
 import { callerColumns, toCaller, type CallerRecord } from '../users/user-directory.js';
-import { expiryOf, type Session, type SessionPolicy } from './session.js';
+import { expiryOf, type OidcSessionFacts, type Session, type SessionPolicy } from './session.js';
 
 /** A session and its user, as one authenticated request needs them. */
 export interface SessionRead {
@@ -35,7 +35,7 @@ export class SessionTable {
         .join('users', 'users.id', 'sessions.user_id')
         .leftJoin('core_groups', 'core_groups.id', 'users.core_group_id')
         .where('sessions.token_hash', param(0))
-        .select('sessions.created_at', 'sessions.last_used_at', 'sessions.expires_at', ...callerColumns),
+        .select('sessions.created_at', 'sessions.last_used_at', 'sessions.expires_at', 'sessions.oidc_provider', ...callerColumns),
     );
   }
 
@@ -49,6 +49,7 @@ export class SessionTable {
       createdAt: Number(row.created_at),
       lastUsedAt: Number(row.last_used_at),
       expiresAt: Number(row.expires_at),
+      ...(row.oidc_provider == null ? {} : { provider: String(row.oidc_provider) }),
     };
     return { session, caller };
   }
@@ -58,7 +59,7 @@ export class SessionTable {
    * (oldest first, by creation time, then by the per-user sequence the database hands out under that
    * lock) are deleted and the new one inserted. Undefined when the user no longer exists.
    */
-  login(tokenHash: string, userId: number): Promise<LoginWrite | undefined> {
+  login(tokenHash: string, userId: number, oidc?: OidcSessionFacts): Promise<LoginWrite | undefined> {
     return writeTransaction(this.db, async (trx) => {
       if (!(await lockUser(trx, userId))) return undefined;
       const now = Date.now();
@@ -73,7 +74,14 @@ export class SessionTable {
         await trx('sessions')
           .whereIn('token_hash', [...evicted].sort())
           .delete();
-      const session: Session = { tokenHash, userId, createdAt: now, lastUsedAt: now, expiresAt: expiryOf(this.policy, now, now) };
+      const session: Session = {
+        tokenHash,
+        userId,
+        createdAt: now,
+        lastUsedAt: now,
+        expiresAt: expiryOf(this.policy, now, now),
+        ...(oidc ? { provider: oidc.provider } : {}),
+      };
       await trx('sessions').insert({
         token_hash: tokenHash,
         user_id: userId,
@@ -81,6 +89,7 @@ export class SessionTable {
         last_used_at: now,
         expires_at: session.expiresAt,
         login_seq: loginSeq,
+        ...(oidc ? { oidc_provider: oidc.provider, oidc_subject: oidc.subject, oidc_sid: oidc.sid, oidc_end_session_url: oidc.endSessionUrl } : {}),
       });
       return { session, evicted };
     });
@@ -99,6 +108,33 @@ export class SessionTable {
   /** Deletes one session; resolves once committed. */
   async delete(tokenHash: string): Promise<void> {
     await writeTransaction(this.db, (trx) => trx('sessions').where({ token_hash: tokenHash }).delete());
+  }
+
+  /** The provider's end-session URL of an OIDC session (RP-initiated logout), if any. */
+  async endSessionUrlOf(tokenHash: string): Promise<string | undefined> {
+    const row = await this.db('sessions').where({ token_hash: tokenHash }).first('oidc_end_session_url');
+    return row?.oidc_end_session_url == null ? undefined : String(row.oidc_end_session_url);
+  }
+
+  /**
+   * Deletes the sessions a back-channel logout names: those of the IdP session `sid`, or every session of the
+   * user `sub` (with both, a session that recorded no sid ends by its sub). Returns the token hashes.
+   */
+  deleteOidc(provider: string, ended: { sid?: string | undefined; sub?: string | undefined }): Promise<string[]> {
+    return writeTransaction(this.db, async (trx) => {
+      const query = trx('sessions').where({ oidc_provider: provider });
+      if (ended.sid !== undefined && ended.sub !== undefined)
+        query.andWhere((q) => q.where({ oidc_sid: ended.sid }).orWhere((both) => both.whereNull('oidc_sid').andWhere({ oidc_subject: ended.sub })));
+      else if (ended.sid !== undefined) query.andWhere({ oidc_sid: ended.sid });
+      else query.andWhere({ oidc_subject: ended.sub });
+      const hashes = (await query.pluck('token_hash')).map(String).sort();
+      for (let i = 0; i < hashes.length; i += DELETE_CHUNK) {
+        await trx('sessions')
+          .whereIn('token_hash', hashes.slice(i, i + DELETE_CHUNK))
+          .delete();
+      }
+      return hashes;
+    });
   }
 
   /** Deletes every session of a user, holding the user's row so that no login of theirs interleaves. */

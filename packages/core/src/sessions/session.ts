@@ -7,6 +7,17 @@ export interface Session {
   readonly lastUsedAt: number;
   /** The stored expiry: the earlier of last use + idle timeout and creation + absolute lifetime. */
   readonly expiresAt: number;
+  /** The OIDC provider that signed this session's user in; absent for a password login. */
+  readonly provider?: string;
+}
+
+/** What a session signed in through an OIDC provider remembers, for back-channel and RP-initiated logout. */
+export interface OidcSessionFacts {
+  provider: string;
+  subject: string;
+  sid: string | null;
+  /** Where RP-initiated logout sends the browser (with id_token_hint), when the provider has an end_session_endpoint. */
+  endSessionUrl: string | null;
 }
 
 export interface SessionPolicy {

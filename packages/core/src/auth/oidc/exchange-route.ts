@@ -1,0 +1,31 @@
+import { coreError } from '../../errors.js';
+import { sendData } from '../../http/envelope.js';
+import type { GatewayContext } from '../../http/context.js';
+import { unavailableWhenRefused } from '../../db/database-errors.js';
+import { hashPrefix } from '../../sessions/session.js';
+import { requireFields } from '../body-fields.js';
+import { loginData } from '../login-data.js';
+import type { OidcServices } from './oidc-services.js';
+
+const invalidLoginCode = () => coreError('invalid_login_code', 'unknown, used or expired login_code: sign in again');
+
+/**
+ * POST {base}/auth/oidc/exchange {"login_code"}: the code taken (once), then a session created as a password
+ * login creates one (max_per_user, persistence, cache), remembering the provider, `sub` and IdP `sid`; the
+ * answer's data is exactly a password login's.
+ */
+export function oidcExchange({ config, sessions, users, codes, log, metrics }: OidcServices) {
+  return async (ctx: GatewayContext): Promise<void> => {
+    const body = ctx.request.body as Record<string, unknown>;
+    requireFields(body, { login_code: { kind: 'string', maxLength: 128 } }, ['login_code']);
+    const signedIn = await codes.take(body.login_code as string);
+    const user = signedIn && (await users.findCaller(signedIn.userId));
+    if (!signedIn || !user || user.disabled) throw invalidLoginCode();
+    const facts = { provider: signedIn.provider, subject: signedIn.subject, sid: signedIn.sid, endSessionUrl: signedIn.endSessionUrl };
+    const created = await unavailableWhenRefused('session not created', () => sessions.create(user.id, facts));
+    if (!created) throw invalidLoginCode();
+    metrics.login('success', 'oidc');
+    log.info('login', { request_id: ctx.state.requestId, user_id: user.id, provider: signedIn.provider, session: hashPrefix(created.session.tokenHash) });
+    sendData(ctx, loginData(config, user, created));
+  };
+}

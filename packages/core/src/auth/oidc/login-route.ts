@@ -1,0 +1,47 @@
+import * as client from 'openid-client';
+import { coreError, GatewayError, notFound } from '../../errors.js';
+import type { GatewayContext } from '../../http/context.js';
+import type { OidcServices } from './oidc-services.js';
+import { redirectUriOf, requestOrigin } from './oidc-services.js';
+import { isAllowedReturnTo } from './return-to.js';
+
+/** The provider a route names: 404 provider_not_found when auth.oidc.providers has none of that name. */
+export function providerOf({ providers }: OidcServices, ctx: GatewayContext) {
+  const provider = providers.get(ctx.params.provider!);
+  if (!provider) throw notFound('provider_not_found', `no OIDC provider named ${JSON.stringify(ctx.params.provider)}`);
+  return provider;
+}
+
+/**
+ * GET {base}/auth/oidc/:provider/login?return_to=URL: a pending login (state, nonce, PKCE verifier, return_to)
+ * stored for 10 minutes, then 302 to the provider's authorization endpoint (code flow, PKCE S256).
+ */
+export function oidcLogin(services: OidcServices) {
+  return async (ctx: GatewayContext): Promise<void> => {
+    const provider = providerOf(services, ctx);
+    const returnTo = ctx.query.return_to;
+    if (typeof returnTo !== 'string' || !isAllowedReturnTo(returnTo, provider.config.return_to)) {
+      throw new GatewayError(400, 'invalid_return_to', "return_to must be a URL under one of the provider's allowed return_to prefixes", {
+        details: [{ field: 'return_to', rule: 'allowed_prefix', message: 'not an allowed return_to' }],
+      });
+    }
+    if (!provider.discovered) {
+      throw coreError('unavailable', `the identity provider ${provider.config.name} has not answered yet; try again`, { headers: { 'Retry-After': '5' } });
+    }
+    const state = client.randomState();
+    const nonce = client.randomNonce();
+    const codeVerifier = client.randomPKCECodeVerifier();
+    await services.pending.purgeExpired();
+    await services.pending.add(state, { provider: provider.config.name, nonce, codeVerifier, returnTo });
+    const url = client.buildAuthorizationUrl(provider.discovered, {
+      redirect_uri: redirectUriOf(services.config, provider.config, requestOrigin(ctx)),
+      scope: provider.config.scopes.join(' '),
+      state,
+      nonce,
+      code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+    });
+    ctx.set('Cache-Control', 'no-store');
+    ctx.redirect(url.href);
+  };
+}

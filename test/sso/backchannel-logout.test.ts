@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import type { JWTPayload } from 'jose';
+import { dialects } from '../support/databases.js';
+import { eventually } from '../support/eventually.js';
+import { authClient, call } from '../support/http.js';
+import { hmacWithSecret, signed, strangerKey, unsigned } from './forged-tokens.js';
+import { CLIENT_ID, CLIENT_SECRET, exchange, signInCode, withSso } from './sso-suite.js';
+import { UserAgent } from './user-agent.js';
+
+const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+
+for (const dialect of dialects) {
+  describe(`back-channel logout across two instances on one database (${dialect.name})`, function () {
+    this.timeout(90_000);
+    const s = withSso(dialect, { instances: 2 });
+    const [a, b] = [() => s.gateways[0]!.base, () => s.gateways[1]!.base];
+    const statusOn = async (base: string, token: string) => (await authClient(base).status(token)).status;
+    const endpoint = () => `${a()}/auth/oidc/corp/backchannel-logout`;
+    const post = (logoutToken: string, contentType = 'application/x-www-form-urlencoded') =>
+      fetch(endpoint(), { method: 'POST', headers: { 'content-type': contentType }, body: new URLSearchParams({ logout_token: logoutToken }) });
+    const logoutClaims = (extra: JWTPayload = {}): JWTPayload => ({
+      iss: s.idp.issuer,
+      aud: CLIENT_ID,
+      iat: Math.floor(Date.now() / 1000),
+      jti: randomUUID(),
+      events: { [EVENT]: {} },
+      sub: 'u-nobody',
+      ...extra,
+    });
+    const sign = (claims: JWTPayload) => signed(claims, s.idp.signingKey, s.idp.kid);
+
+    let firstAgent: UserAgent;
+    let first: string;
+    let second: string;
+    before(async () => {
+      s.idp.addAccount({ sub: 'u-1001', claims: { preferred_username: 'alice' } });
+      // Two sign-ins of alice (two sessions at the provider). The first's callback and exchange reach the other instance.
+      firstAgent = new UserAgent();
+      const firstReply = await exchange(b(), await signInCode(s, 'u-1001', { agent: firstAgent, callbackBase: b() }));
+      expect(firstReply.status, JSON.stringify(firstReply.body)).to.equal(200);
+      first = firstReply.body.data.token;
+      const secondReply = await exchange(a(), await signInCode(s, 'u-1001'));
+      second = secondReply.body.data.token;
+      for (const base of [a(), b()]) for (const token of [first, second]) expect(await statusOn(base, token)).to.equal(200);
+    });
+
+    it('ending the provider session ends that session (its sid) on both instances, and only that one', async () => {
+      const confirmed = await firstAgent.endProviderSession(`${s.idp.issuer}/session/end?client_id=${CLIENT_ID}`);
+      expect(confirmed.status).to.be.within(200, 399);
+      expect(s.idp.backchannelErrors).to.deep.equal([]);
+      for (const base of [a(), b()]) await eventually(`the first session ended on ${base}`, async () => (await statusOn(base, first)) === 401);
+      for (const base of [a(), b()]) expect(await statusOn(base, second)).to.equal(200);
+    });
+
+    const refusals: Array<[string, () => Promise<string>]> = [
+      ['with a nonce', () => sign(logoutClaims({ sub: 'u-1001', nonce: 'n' }))],
+      ['for another audience', () => sign(logoutClaims({ sub: 'u-1001', aud: 'another-client' }))],
+      ['from another issuer', () => sign(logoutClaims({ sub: 'u-1001', iss: 'http://127.0.0.1:1' }))],
+      ['issued more than 5 minutes ago', () => sign(logoutClaims({ sub: 'u-1001', iat: Math.floor(Date.now() / 1000) - 600 }))],
+      ['without the back-channel logout event', () => sign(logoutClaims({ sub: 'u-1001', events: { 'http://example.test/other': {} } }))],
+      ['without sid or sub', () => sign(logoutClaims({ sub: undefined }))],
+      ['without a jti', () => sign(logoutClaims({ sub: 'u-1001', jti: undefined }))],
+      ['signed by a key the provider never published', async () => signed(logoutClaims({ sub: 'u-1001' }), await strangerKey(), s.idp.kid)],
+      ['with alg none', async () => unsigned(logoutClaims({ sub: 'u-1001' }))],
+      ['signed with HMAC and the client secret', () => hmacWithSecret(logoutClaims({ sub: 'u-1001' }), CLIENT_SECRET)],
+      ['that is not a JWT', async () => 'not-a-jwt'],
+    ];
+    for (const [what, make] of refusals) {
+      it(`a logout token ${what} is 400 {"error":"invalid_request"} and ends nothing`, async () => {
+        const response = await post(await make());
+        expect(response.status).to.equal(400);
+        expect(await response.json()).to.deep.equal({ error: 'invalid_request' });
+        expect(await statusOn(a(), second)).to.equal(200);
+      });
+    }
+
+    it('a body that is not a form, or has no logout_token, is 400 {"error":"invalid_request"}', async () => {
+      const json = await call('POST', endpoint(), { body: { logout_token: await sign(logoutClaims({ sub: 'u-1001' })) } });
+      expect(json.status).to.equal(400);
+      expect(json.body).to.deep.equal({ error: 'invalid_request' });
+      const empty = await fetch(endpoint(), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'other=1' });
+      expect(empty.status).to.equal(400);
+      expect(await statusOn(a(), second)).to.equal(200);
+    });
+
+    it('a replayed jti is refused', async () => {
+      const token = await sign(logoutClaims({ sub: 'u-nobody' }));
+      const accepted = await post(token);
+      expect(accepted.status).to.equal(200);
+      expect(accepted.headers.get('cache-control')).to.equal('no-store');
+      expect(await accepted.text()).to.equal('');
+      const replayed = await post(token);
+      expect(replayed.status).to.equal(400);
+    });
+
+    it('a logout token naming the user (sub) ends every session of that user on both instances', async () => {
+      const response = await post(await sign(logoutClaims({ sub: 'u-1001' })));
+      expect(response.status).to.equal(200);
+      for (const base of [a(), b()]) await eventually(`alice's sessions ended on ${base}`, async () => (await statusOn(base, second)) === 401);
+      expect(Number((await s.bed.db('sessions').count({ n: '*' }).first())!.n)).to.equal(0);
+    });
+  });
+}
