@@ -41,7 +41,8 @@ export async function compileToolkitText(file: string, text: string, env: Compil
   const issues: Issue[] = [];
   const toolkit = await compileDocument(source.document, file, env, issues);
   if (issues.length > 0 || !toolkit) return refused(file, issues, declaredName(source.document, text), source, env.types);
-  const nameAt = source.locate(['name']);
+  // YAML has its positions already; a JSON file would be read a second time for them, which only problems justify.
+  const nameAt = file.endsWith('.json') ? undefined : source.locate(['name']);
   return { toolkit: nameAt ? { ...toolkit, nameAt } : toolkit };
 }
 
