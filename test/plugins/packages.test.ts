@@ -74,6 +74,10 @@ for (const dialect of dialects.filter((target) => target.name === 'mysql')) {
       writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'gateway-host', private: true, type: 'module' }));
       await npm(['install', '--prefer-offline', '--ignore-scripts', ...packed.map((name) => path.join(tarballs, name))], dir);
 
+      // The toolkit JSON Schema at its stable path in an installation, for editors' modelines (docs/toolkits.md).
+      const installedSchema = JSON.parse(readFileSync(path.join(dir, 'node_modules/@tkgate/cli/schema/toolkit.schema.json'), 'utf8'));
+      expect(installedSchema.title).to.equal('tkgate toolkit file');
+
       const toolkits = path.join(dir, 'toolkits');
       mkdirSync(toolkits);
       writeToolkit(toolkits, 'hello.yaml', { name: 'hello', type: 'app', endpoints: [{ path: 'hi', method: 'GET', type: 'greeting', greeting: 'Hi' }] });

@@ -207,13 +207,13 @@ for (const dialect of dialects) {
       const result = await runCli(['config', 'check', dir, '--config', config]);
       expect(result.code).to.equal(1);
       expect(result.stdout).to.equal(
-        'a.yaml: name: toolkit same is defined in a.yaml and b.yaml: a name defined in several files is refused in each\n' +
-          'b.yaml: name: toolkit same is defined in a.yaml and b.yaml: a name defined in several files is refused in each\n',
+        'a.yaml:1:7: name: toolkit same is defined in a.yaml and b.yaml: a name defined in several files is refused in each\n' +
+          'b.yaml:1:7: name: toolkit same is defined in a.yaml and b.yaml: a name defined in several files is refused in each\n',
       );
       const named = toolkitDir({ 'kit.yaml': toolkit('kit', [echoEndpoint()]), 'kit-backup.yaml': toolkit('kit', [echoEndpoint()]) });
       const copy = await runCli(['config', 'check', named, '--config', config]);
       expect(copy.code).to.equal(1);
-      expect(copy.stdout).to.equal('kit-backup.yaml: name: toolkit kit is also defined in kit.yaml, the file named after it; this copy is refused\n');
+      expect(copy.stdout).to.equal('kit-backup.yaml:1:7: name: toolkit kit is also defined in kit.yaml, the file named after it; this copy is refused\n');
     });
 
     it('tkgate config check: a UTF-8 BOM is accepted in JSON as in YAML; UTF-16/32 and oversized files are named as such', async () => {

@@ -40,7 +40,10 @@ export async function compileToolkitText(file: string, text: string, env: Compil
   }
   const issues: Issue[] = [];
   const toolkit = await compileDocument(source.document, file, env, issues);
-  return issues.length > 0 || !toolkit ? refused(file, issues, declaredName(source.document, text), source, env.types) : { toolkit };
+  if (issues.length > 0 || !toolkit) return refused(file, issues, declaredName(source.document, text), source, env.types);
+  // YAML has its positions already; a JSON file would be read a second time for them, which only problems justify.
+  const nameAt = file.endsWith('.json') ? undefined : source.locate(['name']);
+  return { toolkit: nameAt ? { ...toolkit, nameAt } : toolkit };
 }
 
 /** The problems of a refused file; with its source, each at its line and column, worded with the JSON Schema's help. */

@@ -11,6 +11,8 @@ export interface CompiledToolkit {
   defaultGroup: string | null;
   description?: string;
   file: string;
+  /** Where the file writes `name:` (line and column from 1), for a problem about the name (defined twice). */
+  nameAt?: { line: number; column: number };
   /** Endpoints by path, then by method. */
   routes: ReadonlyMap<string, ReadonlyMap<string, CompiledEndpoint>>;
 }

@@ -110,10 +110,10 @@ function explain(issue: Issue, document: unknown, schema: JsonSchema | undefined
     return { message: `must be ${expected || 'of another type or form'}${found}`, hint: guess ? `did you mean ${guess}?` : description };
   }
   if ((match = /^Too (small|big): expected (\w+) to (?:have|be) ([<>]=?)(\S+)(?: (\w+))?$/.exec(issue.message))) {
-    const [, , origin, relation, limit, unit] = match as unknown as [string, string, string, string, string, string?];
+    const [, , , relation, limit, unit] = match as unknown as [string, string, string, string, string, string?];
     const bound = relation.startsWith('>') ? (relation === '>' ? 'more than' : 'at least') : relation === '<' ? 'less than' : 'at most';
     if (unit && bound === 'at least' && limit === '1') return { message: 'must not be empty', hint: description };
-    return { message: unit ? `must have ${bound} ${limit} ${unit}` : `must be ${bound} ${limit}${origin === 'number' ? '' : ''}`, hint: description };
+    return { message: unit ? `must have ${bound} ${limit} ${unit}` : `must be ${bound} ${limit}`, hint: description };
   }
   return { message: issue.message, ...(issue.hint ? { hint: issue.hint } : {}) };
 }

@@ -78,7 +78,8 @@ export function resolveToolkits(results: ReadonlyMap<string, CompileResult>, sta
       const message = winner
         ? `toolkit ${name} is also defined in ${path.basename(winner)}, the file named after it; this copy is refused`
         : `toolkit ${name} is defined in ${names(files).join(' and ')}: a name defined in several files is refused in each`;
-      problems.push({ file: path.basename(file), path: 'name', message });
+      const nameAt = (results.get(file) as { toolkit: CompiledToolkit }).toolkit.nameAt;
+      problems.push({ file: path.basename(file), ...(nameAt && { line: nameAt.line, column: nameAt.column }), path: 'name', message });
     }
     duplicates.push({ toolkit: name, files: names(files), kept: winner && path.basename(winner) });
     if (winner) next.set(name, (results.get(winner) as { toolkit: CompiledToolkit }).toolkit);

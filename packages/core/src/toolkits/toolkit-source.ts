@@ -38,9 +38,19 @@ export function parseToolkitSource(text: string, file: string): ToolkitSource | 
         syntax: { message: `not valid JSON: ${error.message}`, ...(error.hint ? { hint: error.hint } : {}), position, frame: codeFrame(text, position) },
       };
     }
-    const lines = new LineCounter();
-    const located = YAML.parseDocument(text, { lineCounter: lines, uniqueKeys: false });
-    return { document, locate: located.errors.length > 0 ? () => undefined : locator(located, lines) };
+    // Positions are wanted only for a file with problems: the second reading waits until then.
+    let locate: ToolkitSource['locate'] | undefined;
+    return {
+      document,
+      locate: (at, key) => {
+        if (!locate) {
+          const lines = new LineCounter();
+          const located = YAML.parseDocument(text, { lineCounter: lines, uniqueKeys: false });
+          locate = located.errors.length > 0 ? () => undefined : locator(located, lines);
+        }
+        return locate(at, key);
+      },
+    };
   }
   const lines = new LineCounter();
   const parsed = YAML.parseDocument(text, { uniqueKeys: true, prettyErrors: true, lineCounter: lines });
