@@ -25,7 +25,9 @@ export async function startInProcess({ config, cwd, format }: Pick<StartOptions,
     raw += `${line}\n`;
     logs.push(JSON.parse(line) as Record<string, unknown>);
   });
-  const gateway = await startCoreGateway(loaded, log, { version });
+  const gateway = await startCoreGateway(loaded, log, { version }).catch((err: Error) => {
+    throw new Error(`the gateway did not start: ${err.message}\n${raw}`, { cause: err });
+  });
   let stopped: Promise<number | string> | undefined;
   return {
     base: gateway.url,
