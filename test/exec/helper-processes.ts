@@ -18,14 +18,15 @@ export function argvOf(pid: number): string[] | undefined {
 
 /**
  * The running spawn helpers of one gateway (of one spawner, or either): the pids its log announced
- * (`exec spawn helper started`), since no helper's argv names the gateway. Waits for at least one.
+ * (`exec spawn helper started`), since no helper's argv names the gateway. Waits for `atLeast` of them
+ * (the default pool, spawn_helpers 2, fills up with any run), so that a test killing them all gets all.
  */
-export async function helperPids(gateway: GatewayProcess, spawner?: Spawner): Promise<number[]> {
+export async function helperPids(gateway: GatewayProcess, spawner?: Spawner, atLeast = 2): Promise<number[]> {
   const programs = spawner ? [HELPER_PROGRAM[spawner]] : Object.values(HELPER_PROGRAM);
   const running = () =>
     gateway.logs
       .filter((record) => record.msg === 'exec spawn helper started')
       .map((record) => Number(record.pid))
       .filter((pid) => alive(pid) && programs.some((program) => argvOf(pid)?.some((arg) => arg.endsWith(program))));
-  return eventually('a spawn helper of this gateway', () => (running().length > 0 ? running() : undefined));
+  return eventually(`${atLeast} spawn helpers of this gateway`, () => (running().length >= atLeast ? running() : undefined));
 }

@@ -8,6 +8,8 @@ interface Run {
   finish(outcome: ProcessOutcome): void;
   /** The command's pid, which is also its process group: known once the helper has started it. */
   pgid?: number;
+  /** When the gateway stops waiting for the helper's answer (Date.now() ms): its timeout + STALL_MARGIN_MS. */
+  deadline: number;
   /** The helper did not answer by the run's deadline: the run ends as a timeout, not a spawn failure. */
   overdue?: boolean;
 }
@@ -19,8 +21,11 @@ const STARTUP_MS = 1000;
  * timeout itself, so a helper silent this much longer is stalled (stopped, hung) and is replaced.
  */
 export const STALL_MARGIN_MS = 5000;
-/** setTimeout's largest delay; a longer one would fire at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * How often the deadlines are looked at: one timer for the pool, not one per run (a timer per run cost
+ * about 6% of an exec request's instructions, measured with scripts/bench/instructions.js tiny).
+ */
+const SWEEP_MS = 1000;
 
 interface Helper {
   link?: HelperLink;
@@ -44,6 +49,7 @@ export class SpawnPool {
   private readonly helpers: Helper[] = [];
   private nextId = 1;
   private closing = false;
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly size: number,
@@ -53,6 +59,7 @@ export class SpawnPool {
 
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
     while (this.helpers.length < this.size) this.helpers.push(this.startHelper());
+    this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
     const helper = this.helpers.reduce((best, candidate) => (candidate.runs.size < best.runs.size ? candidate : best));
     const id = this.nextId;
     // Ids are u32 in the native helper's frames; one that wraps after 4 billion runs is long finished.
@@ -60,10 +67,9 @@ export class SpawnPool {
     const { signal, onStart: _onStart, ...rest } = spec;
     return new Promise((resolve) => {
       const onAbort = () => this.send(helper, { type: 'abort', id });
-      const deadline = setTimeout(() => this.overdue(helper, id), Math.min(spec.timeoutMs + STALL_MARGIN_MS, MAX_TIMER_MS));
       helper.runs.set(id, {
+        deadline: Date.now() + spec.timeoutMs + STALL_MARGIN_MS,
         finish: (outcome) => {
-          clearTimeout(deadline);
           signal.removeEventListener('abort', onAbort);
           resolve(outcome);
         },
@@ -76,6 +82,7 @@ export class SpawnPool {
 
   close(): void {
     this.closing = true;
+    clearInterval(this.sweeper);
     for (const helper of this.helpers) helper.link?.close();
   }
 
@@ -123,10 +130,21 @@ export class SpawnPool {
     for (const run of runs) void this.failRun(run);
   }
 
+  /** Each helper holding a run past its deadline is stalled. */
+  private sweep(): void {
+    const now = Date.now();
+    for (const helper of [...this.helpers]) {
+      for (const run of helper.runs.values()) {
+        if (run.deadline > now) continue;
+        this.overdue(helper, run);
+        break;
+      }
+    }
+  }
+
   /** The run's helper has not answered in its timeout + STALL_MARGIN_MS: it is ended with all it started. */
-  private overdue(helper: Helper, id: number): void {
-    const run = helper.runs.get(id);
-    if (!run || helper.gone) return;
+  private overdue(helper: Helper, run: Run): void {
+    if (helper.gone) return;
     run.overdue = true;
     this.log.error('exec spawn helper did not answer in time; replacing it', { pid: helper.pid, margin_ms: STALL_MARGIN_MS });
     const { pid } = helper;
