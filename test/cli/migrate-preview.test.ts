@@ -67,16 +67,25 @@ for (const dialect of dialects) {
         [
           'pending       001_initial',
           'pending       002_shared_authority',
+          'pending       003_readiness',
+          'pending       004_oidc',
           'pending       tkgate-plugin-notes/001_notes',
           'pending       tkgate-plugin-notes/002_pinned',
-          '4 pending: `tkgate migrate` (or the next start) applies them',
+          '6 pending: `tkgate migrate` (or the next start) applies them',
           '',
         ].join('\n'),
       );
       const dryRun = await cli('--dry-run');
       expect(dryRun.code, dryRun.stderr).to.equal(0);
       const headings = dryRun.stdout.split('\n').filter((line) => line.startsWith('-- '));
-      expect(headings).to.deep.equal(['-- 001_initial', '-- 002_shared_authority', '-- tkgate-plugin-notes/001_notes', '-- tkgate-plugin-notes/002_pinned']);
+      expect(headings).to.deep.equal([
+        '-- 001_initial',
+        '-- 002_shared_authority',
+        '-- 003_readiness',
+        '-- 004_oidc',
+        '-- tkgate-plugin-notes/001_notes',
+        '-- tkgate-plugin-notes/002_pinned',
+      ]);
       expect(dryRun.stdout)
         .to.match(/^create table `users` \(/m)
         .and.match(/^alter table `plugin_notes` add (column )?`pinned`/m);
@@ -97,7 +106,7 @@ for (const dialect of dialects) {
       expect(planned.length).to.be.greaterThan(10);
 
       const status = await cli('--status');
-      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(4);
+      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(6);
       expect(status.stdout).to.match(/\nup to date\n$/);
       expect((await cli('--dry-run')).stdout).to.equal('-- already up to date: nothing would run\n');
     });
