@@ -61,7 +61,7 @@ for (const dialect of dialects) {
       const tables = JSON.stringify(record);
       expect(tables).to.match(/tkgate_plugin_tkgate_plugin_counters_[0-9a-f]{8}"/);
       // core's own table holds core's migrations only (001_initial, 002_shared_authority, 003_readiness)
-      expect(await s.bed.db('tkgate_migrations').count({ n: '*' }).first()).to.deep.include({ n: 3 });
+      expect(await s.bed.db('tkgate_migrations').count({ n: '*' }).first()).to.deep.include({ n: 4 });
 
       await s.bed.db('plugin_counters').insert({ name: 'visits', hits: 3 });
       const dir = toolkitDir({ 'counters.yaml': counters });
