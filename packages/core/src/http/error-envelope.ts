@@ -9,13 +9,8 @@ import type { GatewayContext, GatewayMiddleware } from './context.js';
  * A cause always reaches the log: at error level for 5xx, at warn below.
  */
 export function errorEnvelope(log: Logger): GatewayMiddleware {
-  return async (ctx, next) => {
-    try {
-      await next();
-    } catch (thrown) {
-      answerError(log, ctx, thrown);
-    }
-  };
+  // Not async: one promise fewer on every request.
+  return (ctx, next) => next().catch((thrown: unknown) => answerError(log, ctx, thrown));
 }
 
 /** What errorEnvelope does with what it catches: the envelope for the client, the cause for the log. */

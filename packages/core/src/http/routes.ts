@@ -1,7 +1,8 @@
-import Router, { type RouterContext } from '@koa/router';
+import Router from '@koa/router';
 import type { Next } from 'koa';
+import compose, { type ComposedMiddleware } from 'koa-compose';
 import { methodNotAllowed } from '../errors.js';
-import type { GatewayMiddleware, GatewayState } from './context.js';
+import type { GatewayContext, GatewayMiddleware, GatewayState } from './context.js';
 
 type Method = 'GET' | 'POST' | 'DELETE' | 'PUT' | 'PATCH';
 
@@ -23,7 +24,10 @@ export type RouteContribution = (routes: Routes) => void;
 
 /**
  * The one router of the fixed routes (@koa/router), from every domain's contribution. Case-sensitive, like
- * the paths in SPEC. Its middleware passes any path it does not know on (to the 404 after it).
+ * the paths in SPEC. A request runs the first route its path and method match (router.match), the route's
+ * name becomes its template in logs and metrics (ctx.state.route), and each route's middleware is composed
+ * once: router.routes() would compose a new chain on every request, a cost docs/performance.md measured.
+ * A path it does not know goes on (to the 404 after it).
  */
 export function gatewayRouter(base: string, contributions: readonly RouteContribution[]): GatewayMiddleware {
   const router = new Router<GatewayState>({ sensitive: true });
@@ -37,23 +41,31 @@ export function gatewayRouter(base: string, contributions: readonly RouteContrib
     },
   };
   for (const contribute of contributions) contribute(routes);
-  const dispatch = router.routes() as GatewayMiddleware;
-  return (ctx, next) => dispatch(ctx, () => otherMethod(ctx as RouterContext, next));
+  const chains = new Map<RouteLayer, ComposedMiddleware<GatewayContext>>();
+  for (const layer of router.stack) chains.set(layer, compose(layer.stack as GatewayMiddleware[]));
+  return (ctx, next) => {
+    const path = ctx.path;
+    const matched = router.match(path, ctx.method);
+    if (!matched.route) return otherMethod(ctx, matched.path, next);
+    const layer = matched.pathAndMethod[0]!;
+    if (layer.name) ctx.state.route = layer.name;
+    if (layer.paramNames.length > 0) (ctx as GatewayContext & { params: Record<string, string> }).params = layer.params(path, layer.captures(path));
+    return chains.get(layer)!(ctx, next);
+  };
 }
 
+type RouteLayer = Router<GatewayState>['stack'][number];
+
 /**
- * What the router passes on: a path it knows with another method is 405 with Allow naming the path's
- * methods (HEAD goes without saying beside GET), named like the path's routes; any other path goes on.
+ * A path the router knows with another method: 405 with Allow naming the path's methods (HEAD goes without
+ * saying beside GET), named like the path's routes. Any other path goes on.
  */
-function otherMethod(ctx: RouterContext, next: Next): Promise<unknown> {
+function otherMethod(ctx: GatewayContext, onPath: readonly RouteLayer[], next: Next): Promise<unknown> {
   // Fixed routes have names; a pattern route (any method) has none.
-  const layers = ctx.matched?.filter((layer) => layer.name) ?? [];
+  const layers = onPath.filter((layer) => layer.name);
   if (layers.length === 0) return next();
   ctx.state.route = layers[0]!.name!;
   const methods = new Set(layers.flatMap((layer) => layer.methods));
   if (methods.has('GET')) methods.delete('HEAD');
   throw methodNotAllowed([...methods]);
 }
-
-/** The route's template for logs and metrics, as the router named it (ctx.routerName), else undefined. */
-export const routeName = (ctx: { routerName?: string }): string | undefined => ctx.routerName;

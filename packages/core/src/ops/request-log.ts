@@ -5,7 +5,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { clientAddress } from '../http/client-address.js';
-import { routeName } from '../http/routes.js';
 import { jsonString } from '../json/json-string.js';
 import { JsonMembers, type Logger } from '../log.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -59,12 +58,12 @@ function milliseconds(seconds: number): string {
 }
 
 /**
- * The route's template: set by the route itself (`tk/app/notes/list`), else the name the router matched
- * (`auth/login`, `healthz`, `openapi.json`: http/routes.ts), else `other` (a pattern route that named
- * nothing live, or no route): a set bounded by the configuration, whatever the URLs.
+ * The route's template: the name of the fixed route the router matched (`auth/login`, `healthz`:
+ * http/routes.ts), or what a pattern route named (`tk/app/notes/list`), else `other` (a pattern route that
+ * named nothing live, or no route): a set bounded by the configuration, whatever the URLs.
  */
 function routeOf(ctx: GatewayContext): string {
-  return ctx.state.route ?? routeName(ctx as { routerName?: string }) ?? 'other';
+  return ctx.state.route ?? 'other';
 }
 
 /** Body bytes: the Content-Length sent, else (a stream without one) what the socket wrote for this response. */
