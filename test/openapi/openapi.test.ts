@@ -98,7 +98,7 @@ for (const dialect of dialects) {
     });
 
     it("lists only the endpoints the caller's power reaches, never a disabled toolkit's", async () => {
-      const auth = ['auth.login', 'auth.logout', 'auth.status', 'openapi'];
+      const auth = ['auth.login', 'auth.logout', 'auth.status', 'openapi', 'toolkitSchema'];
       const open = [
         'tk.app.shop.files.export.get',
         'tk.app.shop.items.search.get',

@@ -1,3 +1,4 @@
+import { validate } from '@readme/openapi-parser';
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
 import { runCli } from '../support/cli.js';
@@ -46,6 +47,22 @@ for (const dialect of dialects) {
       expect(row).to.include({ oidc_provider: 'corp', oidc_subject: 'u-1001', password_hash: '' });
       const group = await s.bed.db('core_groups').where({ id: row.core_group_id }).first();
       expect(group.name).to.equal('employees'); // the first value of the claim that the map names
+    });
+
+    it('describes the sign-in routes in openapi.json, a valid OpenAPI 3.1 document', async () => {
+      const token = await signInToken(s, 'u-1002');
+      const answer = await fetch(`${s.base}/openapi.json`, { headers: { authorization: `Bearer ${token}` } });
+      expect(answer.status).to.equal(200);
+      const document = (await answer.json()) as { paths: Record<string, { post?: { responses: object } }> };
+      expect(Object.keys(document.paths)).to.include.members([
+        '/auth/oidc/{provider}/login',
+        '/auth/oidc/{provider}/callback',
+        '/auth/oidc/exchange',
+        '/auth/oidc/{provider}/backchannel-logout',
+      ]);
+      expect(Object.keys(document.paths['/auth/oidc/exchange']!.post!.responses)).to.include.members(['200', '400', '413']);
+      const result = await validate(structuredClone(document) as Parameters<typeof validate>[0]);
+      expect(result.valid, JSON.stringify(result)).to.equal(true);
     });
 
     it('maps power and core group from the claims at every sign-in, and matches by subject only', async () => {

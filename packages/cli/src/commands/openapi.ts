@@ -21,6 +21,7 @@ export const openapi: Command = {
       baseUrl: config.server.base_url,
       maxBodyBytes: config.server.max_body_bytes,
       adminPower: config.auth.admin_power,
+      oidc: config.auth.oidc.providers.length > 0,
       toolkit,
     });
     process.stdout.write(JSON.stringify(document, null, 2) + '\n');

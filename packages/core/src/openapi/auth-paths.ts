@@ -10,6 +10,13 @@ const user = {
 };
 const time = { type: 'string', format: 'date-time' };
 
+/** The data of a login (password, or a login_code's exchange). */
+export const LOGIN_DATA: JsonSchema = {
+  type: 'object',
+  required: ['token', 'token_type', 'expires_at', 'idle_timeout_s', 'user'],
+  properties: { token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_at: time, idle_timeout_s: { type: 'integer' }, user },
+};
+
 const jsonBody = (schema: JsonSchema, maxBodyBytes: number): JsonSchema => ({
   required: true,
   content: { 'application/json': { schema } },
@@ -39,11 +46,7 @@ export function authPaths({ maxBodyBytes, admin }: AuthPathOptions): Record<stri
           maxBodyBytes,
         ),
         responses: {
-          200: successResponse('A new session.', {
-            type: 'object',
-            required: ['token', 'token_type', 'expires_at', 'idle_timeout_s', 'user'],
-            properties: { token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_at: time, idle_timeout_s: { type: 'integer' }, user },
-          }),
+          200: successResponse('A new session.', LOGIN_DATA),
           ...errorResponses([
             INVALID_PAYLOAD,
             { status: 401, code: 'invalid_credentials', description: 'unknown user, wrong password or disabled user.' },
@@ -77,6 +80,15 @@ export function authPaths({ maxBodyBytes, admin }: AuthPathOptions): Record<stri
           }),
           ...errorResponses([UNAUTHORIZED]),
         },
+      },
+    },
+    '/toolkit.schema.json': {
+      get: {
+        operationId: 'toolkitSchema',
+        tags: ['auth'],
+        summary: 'The JSON Schema of toolkit files for the loaded plugins, for editors (no session needed).',
+        security: [],
+        responses: { 200: { description: 'A JSON Schema (2020-12).', content: { 'application/schema+json': { schema: { type: 'object' } } } } },
       },
     },
     '/openapi.json': {

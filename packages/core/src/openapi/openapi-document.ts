@@ -2,8 +2,9 @@ import { createRequire } from 'node:module';
 import type { JsonSchema } from '../plugins/response-description.js';
 import type { CompiledEndpoint } from '../toolkits/compiled-toolkit.js';
 import type { ToolkitSnapshot } from '../toolkits/toolkit-registry.js';
-import { authPaths } from './auth-paths.js';
+import { authPaths, LOGIN_DATA } from './auth-paths.js';
 import { components } from './envelope-schemas.js';
+import { oidcPaths } from './oidc-paths.js';
 import { toolkitPaths } from './toolkit-paths.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
@@ -19,6 +20,8 @@ export interface DocumentOptions {
   adminPower: number;
   /** Only this toolkit (`tkgate openapi --toolkit NAME`). */
   toolkit?: string;
+  /** Whether single sign-on routes are served (auth.oidc.providers is not empty). */
+  oidc?: boolean;
 }
 
 /**
@@ -32,6 +35,7 @@ export function openApiDocument(snapshot: ToolkitSnapshot, options: DocumentOpti
     .filter((toolkit) => toolkit.enabled && (options.toolkit === undefined || toolkit.name === options.toolkit))
     .sort((a, b) => a.name.localeCompare(b.name));
   const paths = authPaths({ maxBodyBytes: options.maxBodyBytes, admin: power === undefined || power >= options.adminPower });
+  if (options.oidc) Object.assign(paths, oidcPaths(options.maxBodyBytes, LOGIN_DATA));
   const tags: JsonSchema[] = [{ name: 'auth', description: 'Sessions: log in, log out, status.' }];
   for (const toolkit of toolkits) {
     const own = toolkitPaths(toolkit, { maxBodyBytes: options.maxBodyBytes, reaches });

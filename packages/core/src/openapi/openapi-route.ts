@@ -36,6 +36,7 @@ class DocumentCache {
         baseUrl: this.config.server.base_url,
         maxBodyBytes: this.config.server.max_body_bytes,
         adminPower: this.config.auth.admin_power,
+        oidc: this.config.auth.oidc.providers.length > 0,
         power,
       };
       entry.documents.set(key, (document = JSON.stringify(openApiDocument(snapshot, options))));
