@@ -364,7 +364,11 @@ for (const dialect of dialects) {
         await sleep(400);
       }
       console.log(`      one edit in a directory of 305 files: live after ${timings.join(', ')} ms (as polled)`);
-      const reloads = s.gateway.logs.slice(before).filter((record) => String(record.msg).startsWith('toolkit'));
+      // On a loaded machine the stat rescan may notice an edit before the watcher's event does, and says so
+      // in a line of its own; what counts is that each edit reloads bulk7 alone.
+      const reloads = s.gateway.logs
+        .slice(before)
+        .filter((record) => String(record.msg).startsWith('toolkit') && record.msg !== 'toolkit change found by rescan');
       expect(reloads.map((record) => [record.msg, record.toolkit])).to.deep.equal([
         ['toolkit reloaded', 'bulk7'],
         ['toolkit reloaded', 'bulk7'],
