@@ -17,7 +17,8 @@ export const LOGIN_DATA: JsonSchema = {
   properties: { token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_at: time, idle_timeout_s: { type: 'integer' }, user },
 };
 
-const jsonBody = (schema: JsonSchema, maxBodyBytes: number): JsonSchema => ({
+/** A JSON request body of at most `maxBodyBytes`. */
+export const jsonBody = (schema: JsonSchema, maxBodyBytes: number): JsonSchema => ({
   required: true,
   content: { 'application/json': { schema } },
   'x-max-body-bytes': maxBodyBytes,

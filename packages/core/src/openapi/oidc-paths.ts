@@ -1,4 +1,5 @@
 import type { JsonSchema } from '../plugins/response-description.js';
+import { jsonBody } from './auth-paths.js';
 import { errorResponses, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, successResponse } from './envelope-schemas.js';
 
 /**
@@ -54,11 +55,7 @@ export function oidcPaths(maxBodyBytes: number, loginData: JsonSchema): Record<s
         tags: ['auth'],
         summary: 'Exchange a login_code for a session token, as a password login gives.',
         security: [],
-        requestBody: {
-          required: true,
-          content: { 'application/json': { schema: { type: 'object', required: ['login_code'], properties: { login_code: { type: 'string' } } } } },
-          'x-max-body-bytes': maxBodyBytes,
-        },
+        requestBody: jsonBody({ type: 'object', required: ['login_code'], properties: { login_code: { type: 'string' } } }, maxBodyBytes),
         responses: {
           200: successResponse('A new session.', loginData),
           ...errorResponses([
