@@ -38,15 +38,23 @@ function classify(err: unknown): Failure {
   return 'connection';
 }
 
-/** The headers every call of an endpoint sends, made once per endpoint version (its config object). */
-const fixedHeaders = new WeakMap<HttpConfig['upstream'], Record<string, string>>();
-function headersOf(upstream: HttpConfig['upstream']): Record<string, string> {
-  let headers = fixedHeaders.get(upstream);
-  if (!headers) {
-    headers = { ...upstream.headers, 'content-type': 'application/json', accept: upstream.passthrough ? '*/*' : 'application/json', 'user-agent': 'tkgate' };
-    fixedHeaders.set(upstream, headers);
+/** What every call of an endpoint sends the same way, made once per endpoint version (its config object). */
+interface Fixed {
+  headers: Record<string, string>;
+  /** The configured headers (the endpoint's credentials), as the key of the connections its calls may share. */
+  connectionGroup: string;
+}
+const fixedParts = new WeakMap<HttpConfig['upstream'], Fixed>();
+function fixedOf(upstream: HttpConfig['upstream']): Fixed {
+  let fixed = fixedParts.get(upstream);
+  if (!fixed) {
+    fixed = {
+      headers: { ...upstream.headers, 'content-type': 'application/json', accept: upstream.passthrough ? '*/*' : 'application/json', 'user-agent': 'tkgate' },
+      connectionGroup: JSON.stringify(Object.entries(upstream.headers).sort(([a], [b]) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1))),
+    };
+    fixedParts.set(upstream, fixed);
   }
-  return headers;
+  return fixed;
 }
 
 /**
@@ -60,11 +68,16 @@ class ProxiedRequest implements UpstreamRequest {
   readonly body: string;
   readonly timeoutMs: number;
   readonly streamed: boolean;
+  readonly connectionGroup: string;
+  readonly idempotent: boolean;
 
   constructor(private readonly call: EndpointCall<HttpConfig>) {
     const { upstream } = call.config;
+    const fixed = fixedOf(upstream);
     this.url = upstream.url;
-    this.headers = { ...headersOf(upstream), 'x-request-id': call.requestId };
+    this.headers = { ...fixed.headers, 'x-request-id': call.requestId };
+    this.connectionGroup = fixed.connectionGroup;
+    this.idempotent = upstream.idempotent;
     this.body = JSON.stringify(call.context);
     this.timeoutMs = upstream.timeout;
     this.streamed = upstream.passthrough;
@@ -76,6 +89,20 @@ class ProxiedRequest implements UpstreamRequest {
 
   whenClientGone(listener: () => void): () => void {
     return this.call.onClientGone(listener);
+  }
+}
+
+/**
+ * A call that failed for want of a connection before any answer, tried once more: only for an endpoint
+ * declared idempotent. Otherwise the request may have reached the upstream already, and a proxy must not
+ * repeat a non-idempotent one on its own (RFC 9110 section 9.2.2).
+ */
+async function onceMore<T>(attempt: () => Promise<T>): Promise<T> {
+  try {
+    return await attempt();
+  } catch (err) {
+    if (classify(err) !== 'connection' || (err as { upstreamStatus?: number }).upstreamStatus !== undefined) throw err;
+    return attempt();
   }
 }
 
@@ -100,7 +127,7 @@ export async function proxy(transport: UpstreamTransport, pool: ConnectionPool, 
     if (!upstream.passthrough) return checkedJson(await fetchWhole(transport, request, upstream.max_response_bytes));
     let response: UpstreamResponse;
     try {
-      response = await transport.post(request);
+      response = await (request.idempotent ? onceMore(() => transport.post(request)) : transport.post(request));
     } catch (err) {
       throw upstreamError(classify(err), err);
     }
@@ -116,10 +143,10 @@ export async function proxy(transport: UpstreamTransport, pool: ConnectionPool, 
 }
 
 /** http:// passthrough through the reader that reuses its buffers and keep-alive connections (passthrough-reader.ts). */
-async function passthroughWithoutCopies(request: UpstreamRequest, pool: ConnectionPool, release: Release): Promise<StreamedResponse> {
+async function passthroughWithoutCopies(request: ProxiedRequest, pool: ConnectionPool, release: Release): Promise<StreamedResponse> {
   let head;
   try {
-    head = await passthroughRequest(request, pool);
+    head = await (request.idempotent ? onceMore(() => passthroughRequest(request, pool)) : passthroughRequest(request, pool));
   } catch (err) {
     throw upstreamError(classify(err), err);
   }
@@ -155,10 +182,10 @@ function passthrough(response: UpstreamResponse, release: Release): StreamedResp
 }
 
 /** The upstream's whole 2xx answer, or the 502 that says why there is none. */
-async function fetchWhole(transport: UpstreamTransport, request: UpstreamRequest, maxBytes: number): Promise<UpstreamAnswer> {
+async function fetchWhole(transport: UpstreamTransport, request: ProxiedRequest, maxBytes: number): Promise<UpstreamAnswer> {
   let answer: UpstreamAnswer;
   try {
-    answer = await transport.fetchWhole(request, maxBytes);
+    answer = await (request.idempotent ? onceMore(() => transport.fetchWhole(request, maxBytes)) : transport.fetchWhole(request, maxBytes));
   } catch (err) {
     throw upstreamError(classify(err), err, (err as { upstreamStatus?: number }).upstreamStatus);
   }

@@ -12,6 +12,11 @@ export interface UpstreamRequest {
   timeoutMs: number;
   /** Streamed answers: the timeout bounds the wait for headers and each silence, not the whole download. */
   streamed: boolean;
+  /**
+   * Calls share kept connections only within one group: the endpoint's credentials (its configured headers).
+   * An upstream that sends bytes after an answer can then only ever reach a call made with the same ones.
+   */
+  connectionGroup: string;
   /** Aborted when the client goes away; made on first read, so read it only where nothing cheaper works. */
   readonly signal: AbortSignal;
   /** Runs the listener once if the client goes away; returns the function that stops listening. */
@@ -73,14 +78,29 @@ async function readWhole(response: UpstreamResponse, maxBytes: number): Promise<
   return { status: response.status, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
 }
 
+/** A transport's keep-alive agents: one per connection group (UpstreamRequest), made on first use. */
+function perGroup<T>(make: () => T): { of(group: string): T; all(): Iterable<T> } {
+  const agents = new Map<string, T>();
+  return {
+    of(group) {
+      let agent = agents.get(group);
+      if (!agent) {
+        agent = make();
+        agents.set(group, agent);
+      }
+      return agent;
+    },
+    all: () => agents.values(),
+  };
+}
+
 /**
  * got, tuned for a proxy: keep-alive agents, no retries, no decompression (bytes pass through as sent),
  * no redirects followed, no caching, and HTTP errors returned rather than thrown.
  */
 export function gotTransport(): UpstreamTransport {
-  const agent = { http: new http.Agent({ keepAlive: true, maxSockets: 256 }), https: new https.Agent({ keepAlive: true, maxSockets: 256 }) };
+  const agents = perGroup(() => ({ http: new http.Agent({ keepAlive: true, maxSockets: 256 }), https: new https.Agent({ keepAlive: true, maxSockets: 256 }) }));
   const client = got.extend({
-    agent,
     retry: { limit: 0 },
     decompress: false,
     followRedirect: false,
@@ -91,6 +111,7 @@ export function gotTransport(): UpstreamTransport {
   const post = (request: UpstreamRequest): Promise<UpstreamResponse> =>
     new Promise((resolve, reject) => {
       const stream = client.stream.post(request.url, {
+        agent: agents.of(request.connectionGroup),
         headers: request.headers,
         body: request.body,
         timeout: request.streamed ? { response: request.timeoutMs, socket: request.timeoutMs } : { request: request.timeoutMs },
@@ -110,8 +131,10 @@ export function gotTransport(): UpstreamTransport {
     post,
     fetchWhole: async (request, maxBytes) => readWhole(await post(request), maxBytes),
     close: () => {
-      agent.http.destroy();
-      agent.https.destroy();
+      for (const agent of agents.all()) {
+        agent.http.destroy();
+        agent.https.destroy();
+      }
     },
   };
 }
@@ -137,12 +160,12 @@ function originAndPath(cache: Map<string, { origin: string; path: string }>, url
  * AbortSignal (docs/performance.md).
  */
 export function undiciTransport(): UpstreamTransport {
-  const agent = new Agent({ keepAliveTimeout: 10_000, connections: 256, pipelining: 1 });
+  const agents = perGroup(() => new Agent({ keepAliveTimeout: 10_000, connections: 256, pipelining: 1 }));
   const urls = new Map<string, { origin: string; path: string }>();
   return {
     async post(request) {
       const { origin, path } = originAndPath(urls, request.url);
-      const response = await agent.request({
+      const response = await agents.of(request.connectionGroup).request({
         origin,
         path,
         method: 'POST',
@@ -179,7 +202,7 @@ export function undiciTransport(): UpstreamTransport {
           if (abort) abort(gone);
           else goneBeforeConnect = gone;
         });
-        agent.dispatch(
+        agents.of(request.connectionGroup).dispatch(
           { origin, path, method: 'POST', headers: request.headers, body: request.body, headersTimeout: request.timeoutMs, bodyTimeout: request.timeoutMs },
           {
             onConnect(abortExchange: (reason: Error) => void) {
@@ -219,6 +242,8 @@ export function undiciTransport(): UpstreamTransport {
         );
       });
     },
-    close: () => void agent.destroy(),
+    close: () => {
+      for (const agent of agents.all()) void agent.destroy();
+    },
   };
 }
