@@ -3,13 +3,13 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { dialects } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { sleep } from '../support/fixtures.js';
 import { logLine } from '../support/ops.js';
 import { withGateway } from '../support/suite.js';
 import { onRequests } from './raw-requests.js';
 import { toolkitDir } from '../support/toolkit-files.js';
+import { runConfig, transportRuns } from './transport-runs.js';
 
 /**
  * Upstream faults found by the third hardening review (issue 22, defects 1 to 4), on every transport and
@@ -128,17 +128,9 @@ toolkit.endpoints.push(
   endpoint('file/short', '/short', { passthrough: true }),
 );
 
-/** Every transport on SQLite, the default one on MariaDB too. */
-const runs = [...dialects.map((dialect) => [dialect, 'undici'] as const), [dialects[0]!, 'got'] as const];
-
-for (const [dialect, transport] of runs) {
-  describe(`http upstream faults (${dialect.name}, ${transport})`, () => {
-    const s = withGateway(
-      dialect,
-      [{ username: 'xavi', power: 7 }],
-      { plugin_options: { '@tkgate/plugin-http': { transport } } },
-      { toolkitsDir: toolkitDir({ 'faults.yaml': toolkit }) },
-    );
+for (const run of transportRuns) {
+  describe(`http upstream faults (${run.dialect.name}, ${run.name})`, () => {
+    const s = withGateway(run.dialect, [{ username: 'xavi', power: 7 }], runConfig(run), { toolkitsDir: toolkitDir({ 'faults.yaml': toolkit }) });
     let token = '';
     before(async () => (token = await s.login('xavi')));
     const post = async (name: string) => {

@@ -1,11 +1,11 @@
 import type { Writable } from 'node:stream';
-import type { BodyWriter } from '@tkgate/core';
 import { chunkDecoder } from './chunk-decoder.js';
 import type { ConnectionPool } from './connection-pool.js';
 import { bareLineFeed, parseHead, type Framing } from './response-head.js';
-import { badResponse, upstreamFailure } from './upstream-failure.js';
+import { libraryFailure } from './library-errors.js';
+import { badResponse, UpstreamFailure } from './upstream-failure.js';
 import type { UpstreamConnection } from './upstream-connection.js';
-import type { UpstreamRequest } from './upstream-transport.js';
+import type { UpstreamRequest, UpstreamResponse } from './upstream-transport.js';
 
 /**
  * Passthrough downloads from http:// upstreams with flat memory and few copies. The connection
@@ -16,34 +16,23 @@ import type { UpstreamRequest } from './upstream-transport.js';
  */
 const MAX_HEAD_BYTES = 64 * 1024;
 
-export interface PassthroughHead {
-  status: number;
-  headers: Record<string, string>;
-  /** The exact number of bytes writeBody will write, when the upstream framed the body by length. */
-  contentLength: number | undefined;
-  /** Streams the body into `out`; call at most once. */
-  writeBody: BodyWriter;
-  /** Releases the connection without reading the body (non-2xx answers). */
-  discard(): void;
-}
-
 /**
  * One exchange on a kept or a new connection. A kept connection that fails before answering is not tried
  * again here: the request may have reached the upstream (RFC 9110 section 9.2.2); proxy.ts tries once more
  * only for an endpoint declared idempotent.
  */
-export function passthroughRequest(request: UpstreamRequest, pool: ConnectionPool): Promise<PassthroughHead> {
+export function passthroughRequest(request: UpstreamRequest, pool: ConnectionPool): Promise<UpstreamResponse> {
   const url = new URL(request.url);
   return exchange(request, url, pool, pool.acquire(url, request.connectionGroup));
 }
 
-function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, connection: UpstreamConnection): Promise<PassthroughHead> {
+function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, connection: UpstreamConnection): Promise<UpstreamResponse> {
   const socket = connection.socket;
   /** Head bytes kept across reads (copied: the read buffers are reused), interim (1xx) answers included. */
   let head: Buffer | undefined = Buffer.alloc(0);
   let headBytes = 0;
   /** The final head, parsed; the answer is handed on once its first body bytes have been read and decoded. */
-  let answer: PassthroughHead | undefined;
+  let answer: UpstreamResponse | undefined;
   /** The first body slices, decoded, still in a read buffer until the body writer starts. */
   let pending: { slices: Buffer[]; done: () => void } | undefined;
   let out: Writable | undefined;
@@ -71,7 +60,7 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
 
   // whenClientGone, not the signal: the signal is made on first read, and costs an AbortController per request.
   const stopWatching = request.whenClientGone(() => {
-    socket.destroy(upstreamFailure('ERR_ABORTED', 'the client went away'));
+    socket.destroy(new UpstreamFailure('aborted', 'the client went away'));
   });
   connection.timeSilence(request.timeoutMs);
 
@@ -98,7 +87,8 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
           return false;
         }
       },
-      onError: fail,
+      // net's errors (refused, reset), and the failures this reader destroys the socket with.
+      onError: (err) => fail(libraryFailure(err)),
       onClose() {
         stopWatching();
         if (finished) return;
@@ -109,9 +99,9 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
           if (out && !pending && writing === 0) finish();
           return;
         }
-        fail(upstreamFailure('ECONNRESET', 'the upstream closed the connection before the end of the answer'));
+        fail(new UpstreamFailure('connection', 'the upstream closed the connection before the end of the answer'));
       },
-      onTimeout: () => socket.destroy(upstreamFailure('ETIMEDOUT', `no data for ${request.timeoutMs} ms`)),
+      onTimeout: () => socket.destroy(new UpstreamFailure('timeout', `no data for ${request.timeoutMs} ms`)),
     };
     const path = `${url.pathname}${url.search}`;
     const lines = [`POST ${path} HTTP/1.1`, `Host: ${url.host}`, `Content-Length: ${Buffer.byteLength(request.body)}`];
@@ -128,7 +118,7 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
         const end = bytes.indexOf('\r\n\r\n');
         if (bareLineFeed(end < 0 ? bytes : bytes.subarray(0, end)) >= 0) throw badResponse('the upstream sent a bare LF in its header');
         if (end < 0) {
-          if (headBytes > MAX_HEAD_BYTES) throw upstreamFailure('ERR_HEAD_TOO_LARGE', 'the upstream sent an oversized header');
+          if (headBytes > MAX_HEAD_BYTES) throw badResponse('the upstream sent an oversized header');
           head = Buffer.from(bytes);
           done();
           return true;
@@ -155,7 +145,7 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
             stopWatching();
             socket.destroy();
           },
-          writeBody: (target) => streamBody(target),
+          body: (target) => streamBody(target),
         };
         // Body bytes that came with the head wait in their read buffer (no copy) until the body writer starts.
         if (rest.length > 0) pending = { slices: decode(rest), done };

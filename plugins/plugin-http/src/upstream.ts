@@ -6,5 +6,9 @@
 export { chunkDecoder, type ChunkDecoder } from './chunk-decoder.js';
 export { parseHead, bareLineFeed, type ResponseHead, type Framing } from './response-head.js';
 export { ConnectionPool } from './connection-pool.js';
-export { passthroughRequest, type PassthroughHead } from './passthrough-reader.js';
-export type { UpstreamRequest } from './upstream-transport.js';
+export { passthroughRequest } from './passthrough-reader.js';
+export type { UpstreamRequest, UpstreamResponse, UpstreamTransport, UpstreamAnswer } from './upstream-transport.js';
+export { UpstreamFailure, type FailureReason } from './upstream-failure.js';
+export { gotTransport } from './got-transport.js';
+export { undiciTransport } from './undici-transport.js';
+export { readerTransport } from './reader-transport.js';

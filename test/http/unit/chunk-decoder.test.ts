@@ -21,7 +21,7 @@ const splits = (text: string) => [[text], [...text], ...Array.from({ length: tex
 const refused = (text: string) =>
   expect(() => decodeAll([text]), JSON.stringify(text))
     .to.throw()
-    .with.property('code', 'ERR_BAD_RESPONSE');
+    .with.property('reason', 'invalid_response');
 
 describe('chunk decoder', () => {
   it('decodes chunks with extensions and trailers, however the bytes are split', () => {

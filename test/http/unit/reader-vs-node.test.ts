@@ -114,8 +114,9 @@ async function readerOutcome(pool: ConnectionPool, port: number): Promise<Outcom
         callback();
       },
     });
-    await head.writeBody(out);
-    return { accepted: true, status: head.status, headers: head.headers, body: Buffer.concat(chunks).toString('latin1') };
+    if (typeof head.body !== 'function') throw new Error('the reader streams bodies with a writer');
+    await head.body(out);
+    return { accepted: true, status: head.status, headers: head.headers as Record<string, string>, body: Buffer.concat(chunks).toString('latin1') };
   } catch (err) {
     return { accepted: false, why: (err as Error).message };
   }

@@ -6,7 +6,7 @@ const head = (...lines: string[]) => lines.join('\r\n');
 const refused = (text: string) =>
   expect(() => parseHead(text), JSON.stringify(text))
     .to.throw()
-    .with.property('code', 'ERR_BAD_RESPONSE');
+    .with.property('reason', 'invalid_response');
 
 describe('parseHead', () => {
   it('reads the status, lower-cases names, joins repeated fields and trims optional whitespace', () => {
