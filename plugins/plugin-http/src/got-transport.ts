@@ -2,7 +2,8 @@ import http from 'node:http';
 import https from 'node:https';
 import got from 'got';
 import { libraryFailure } from './library-errors.js';
-import { exactLength, perGroup, readWhole, type UpstreamResponse, type UpstreamRequest, type UpstreamTransport } from './upstream-transport.js';
+import { withUpstreamStatus } from './upstream-failure.js';
+import { exactLength, firstBytes, perGroup, readWhole, type UpstreamResponse, type UpstreamRequest, type UpstreamTransport } from './upstream-transport.js';
 
 /**
  * got, tuned for a proxy: keep-alive agents, no retries, no decompression (bytes pass through as sent),
@@ -35,13 +36,13 @@ export function gotTransport(): UpstreamTransport {
       stream.once('error', fail);
       stream.once('response', (response: http.IncomingMessage) => {
         stream.off('error', fail);
-        resolve({
-          status: response.statusCode ?? 0,
-          headers: response.headers,
-          contentLength: exactLength(response.headers),
-          body: stream,
-          discard: () => stream.destroy(),
-        });
+        const status = response.statusCode ?? 0;
+        const answer = { status, headers: response.headers, contentLength: exactLength(response.headers), body: stream, discard: () => stream.destroy() };
+        if (!request.streamed) return resolve(answer);
+        firstBytes(stream).then(
+          () => resolve(answer),
+          (err: unknown) => reject(withUpstreamStatus(libraryFailure(err), status)),
+        );
       });
     });
   return {

@@ -1,7 +1,7 @@
 import { Agent } from 'undici';
 import { libraryFailure } from './library-errors.js';
 import { withUpstreamStatus } from './upstream-failure.js';
-import { bodyTooLarge, exactLength, perGroup, type UpstreamTransport } from './upstream-transport.js';
+import { bodyTooLarge, exactLength, firstBytes, perGroup, type UpstreamTransport } from './upstream-transport.js';
 
 /** Origin and path of an upstream URL, parsed once per URL (URLs come from the configuration: few). */
 function originAndPath(cache: Map<string, { origin: string; path: string }>, url: string): { origin: string; path: string } {
@@ -47,6 +47,13 @@ export function undiciTransport(): UpstreamTransport {
       const body = response.body;
       // The reader (iterator or Koa's pipe) hears body errors; an unheard one must not end the process.
       body.on('error', () => undefined);
+      if (request.streamed) {
+        try {
+          await firstBytes(body);
+        } catch (err) {
+          throw withUpstreamStatus(libraryFailure(err), response.statusCode);
+        }
+      }
       return { status: response.statusCode, headers: response.headers, contentLength: exactLength(response.headers), body, discard: () => body.destroy() };
     },
     fetchWhole(request, maxBytes) {

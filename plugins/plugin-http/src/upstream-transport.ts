@@ -66,6 +66,25 @@ export function exactLength(headers: UpstreamResponse['headers']): number | unde
   return typeof length === 'string' && CONTENT_LENGTH.test(length) && headers['transfer-encoding'] === undefined ? Number(length) : undefined;
 }
 
+/**
+ * Resolves once a streamed body has its first bytes or its end, or rejects with its first error: a
+ * library's streamed answer is handed on only then, as the reader's is, so that a malformed first chunk
+ * fails the call (502) before the client has any answer. Leaves the stream paused for its reader.
+ */
+export function firstBytes(body: Readable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const settle = (err?: Error) => {
+      body.off('readable', onReadable);
+      body.off('error', settle);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onReadable = () => settle();
+    body.on('readable', onReadable);
+    body.on('error', settle);
+  });
+}
+
 /** A streamed answer read whole within `maxBytes` (a non-2xx one not at all); `classify` names its body's errors. */
 export async function readWhole(response: UpstreamResponse, maxBytes: number, classify: (err: unknown) => UpstreamFailure): Promise<UpstreamAnswer> {
   if (response.status < 200 || response.status > 299) {

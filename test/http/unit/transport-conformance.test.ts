@@ -147,6 +147,8 @@ describe('upstream transports: one conformance suite', () => {
         expect(await reasonOf(transport.fetchWhole(requestTo(refused), 1000))).to.equal('connection');
         expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/both`), 1000))).to.equal('invalid_response');
         expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/bad-chunk`), 1000))).to.equal('invalid_response');
+        // Streamed: the answer is handed on only once its first body bytes are read, so a malformed first chunk fails the call.
+        expect(await reasonOf(transport.post(requestTo(`${base}/bad-chunk`, { streamed: true })))).to.equal('invalid_response');
         const controller = new AbortController();
         setTimeout(() => controller.abort(), 100);
         expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/slow`, { controller }), 1000))).to.equal('aborted');
