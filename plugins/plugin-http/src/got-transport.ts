@@ -1,9 +1,21 @@
 import http from 'node:http';
 import https from 'node:https';
+import type { Readable } from 'node:stream';
 import got from 'got';
 import { libraryFailure } from './library-errors.js';
-import { withUpstreamStatus } from './upstream-failure.js';
+import { UpstreamFailure, withUpstreamStatus } from './upstream-failure.js';
 import { exactLength, firstBytes, perGroup, readWhole, type UpstreamResponse, type UpstreamRequest, type UpstreamTransport } from './upstream-transport.js';
+
+/**
+ * Calls `onSilence` when the upstream sends nothing for `ms` while the gateway wants to read. got's socket
+ * timeout would also count a pause for the client's sake (a slow downloader: got stops reading, bytes wait
+ * in its buffers); this timer, when it fires while bytes still wait unread, starts over instead.
+ */
+function timeSilence(response: http.IncomingMessage, stream: Readable, ms: number, onSilence: () => void): void {
+  const timer = setTimeout(() => (response.readableLength > 0 || stream.readableLength > 0 ? timer.refresh() : onSilence()), ms);
+  response.on('data', () => timer.refresh());
+  response.once('close', () => clearTimeout(timer));
+}
 
 /**
  * got, tuned for a proxy: keep-alive agents, no retries, no decompression (bytes pass through as sent),
@@ -25,7 +37,8 @@ export function gotTransport(): UpstreamTransport {
         agent: agents.of(request.connectionGroup),
         headers: request.headers,
         body: request.body,
-        timeout: request.streamed ? { response: request.timeoutMs, socket: request.timeoutMs } : { request: request.timeoutMs },
+        // Streamed: the wait for the head; each silence after it is timed by timeSilence, not by got's socket timeout.
+        timeout: request.streamed ? { response: request.timeoutMs } : { request: request.timeoutMs },
         signal: request.signal,
       });
       // got may emit 'error' at moments no reader is listening (an abort racing the response, a second
@@ -39,6 +52,7 @@ export function gotTransport(): UpstreamTransport {
         const status = response.statusCode ?? 0;
         const answer = { status, headers: response.headers, contentLength: exactLength(response.headers), body: stream, discard: () => stream.destroy() };
         if (!request.streamed) return resolve(answer);
+        timeSilence(response, stream, request.timeoutMs, () => stream.destroy(new UpstreamFailure('timeout', `no data for ${request.timeoutMs} ms`)));
         firstBytes(stream).then(
           () => resolve(answer),
           (err: unknown) => reject(withUpstreamStatus(libraryFailure(err), status)),

@@ -35,6 +35,8 @@ const answers: Record<string, string> = {
   '/bad-chunk': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n',
   '/cut-post': 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}',
 };
+/** Larger than the loopback sockets' buffers hold: a reader that stops reading makes the transport stop too. */
+const BIG = 24 * 1024 * 1024;
 
 describe('upstream transports: one conformance suite', () => {
   const seen = new Map<string, number>();
@@ -52,6 +54,9 @@ describe('upstream transports: one conformance suite', () => {
         return;
       }
       carried.add(path);
+      // /stall: a head and the first bytes of a longer body, then silence.
+      if (path === '/stall') return void socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst');
+      if (path === '/big') return void socket.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${BIG}\r\n\r\n`), Buffer.alloc(BIG, 'x')]));
       socket.write(answers[path] ?? 'HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
     });
   });
@@ -152,6 +157,21 @@ describe('upstream transports: one conformance suite', () => {
         const controller = new AbortController();
         setTimeout(() => controller.abort(), 100);
         expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/slow`, { controller }), 1000))).to.equal('aborted');
+      });
+
+      it('times only the upstream: a reader that pauses longer than the timeout still gets the whole body', async () => {
+        const response = await transport.post(requestTo(`${base}/big`, { streamed: true, timeoutMs: 300 }));
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        expect((await bodyOf(response)).length).to.equal(BIG);
+      });
+
+      it('ends a streamed body that falls silent for longer than the timeout', async () => {
+        const response = await transport.post(requestTo(`${base}/stall`, { streamed: true, timeoutMs: 300 }));
+        const outcome = await bodyOf(response).then(
+          () => 'complete',
+          () => 'cut',
+        );
+        expect(outcome).to.equal('cut');
       });
 
       it('never sends a POST twice: a kept connection closed after the request was read is a connection failure', async () => {
