@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { expect } from 'chai';
-import { dialects } from '../support/databases.js';
 import { sleep } from '../support/fixtures.js';
 import { toolkitClient } from '../support/http.js';
 import { withGateway } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
 import { startUpstream, type Upstream } from '../support/upstream.js';
+import { runConfig, transportRuns } from './transport-runs.js';
 
 const upstream: Upstream = await startUpstream();
 after(() => upstream.close());
@@ -54,20 +54,12 @@ async function rssMb(pid: number): Promise<number> {
   return Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
 
-/** Every dialect on the default transport (undici); the got transport once more, on SQLite. */
-const runs = [...dialects.map((dialect) => [dialect, 'undici'] as const), [dialects[0]!, 'got'] as const];
-
-for (const [dialect, transport] of runs) {
-  describe(`http endpoints (${dialect.name}, ${transport})`, () => {
-    const s = withGateway(
-      dialect,
-      [{ username: 'xavi', power: 7 }],
-      { plugin_options: { '@tkgate/plugin-http': { transport } } },
-      {
-        toolkitsDir: toolkitDir({ 'proxy.yaml': proxy }),
-        process: true, // the gateway's pid, exit code and output
-      },
-    );
+for (const run of transportRuns) {
+  describe(`http endpoints (${run.dialect.name}, ${run.name})`, () => {
+    const s = withGateway(run.dialect, [{ username: 'xavi', power: 7 }], runConfig(run), {
+      toolkitsDir: toolkitDir({ 'proxy.yaml': proxy }),
+      process: true, // the gateway's pid, exit code and output
+    });
     const client = async () => toolkitClient(s.gateway.base, await s.login('xavi'));
 
     it('POSTs the request context as JSON and wraps a 2xx JSON answer in the envelope', async () => {

@@ -1,10 +1,17 @@
+import { FIELD_LINE } from './response-head.js';
 import { badResponse } from './upstream-failure.js';
 
 /** A chunk-size line with its extensions, and the trailer section, may not be longer than this. */
 const MAX_LINE_BYTES = 4096;
 const MAX_TRAILER_BYTES = 16 * 1024;
-/** 12 hex digits: 256 TiB per chunk, exact in a double. */
-const CHUNK_SIZE = /^[0-9A-Fa-f]{1,12}$/;
+/**
+ * A chunk-size line (RFC 9112 section 7.1.1): 12 hex digits at most (256 TiB per chunk, exact in a double),
+ * then extensions `;name` or `;name=value`, a value a token or a quoted string. No whitespace around them,
+ * though the RFC allows it (BWS): Node's parser (llhttp) refuses it, and this decoder accepts nothing it refuses.
+ */
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const QUOTED = '"(?:[\\t !#-\\[\\]-~\\x80-\\xff]|\\\\[\\t -~\\x80-\\xff])*"';
+const CHUNK_LINE = new RegExp(`^([0-9A-Fa-f]{1,12})(?:;${TOKEN}(?:=(?:${TOKEN}|${QUOTED}))?)*$`);
 
 /** `rest`: bytes of `data` after the end of the body (another message the upstream should not have sent). */
 export type ChunkDecoder = (data: Buffer) => { slices: Buffer[]; done: boolean; rest: number };
@@ -45,12 +52,14 @@ export function chunkDecoder(): ChunkDecoder {
       if (!line.endsWith('\r')) throw badResponse('the upstream sent a chunk line without CRLF');
       line = line.slice(0, -1);
       if (state === 'size') {
-        const size = line.split(';', 1)[0]!.trimEnd();
-        if (!CHUNK_SIZE.test(size)) throw badResponse('the upstream sent a malformed chunk size');
-        remaining = parseInt(size, 16);
+        const size = CHUNK_LINE.exec(line);
+        if (!size) throw badResponse('the upstream sent a malformed chunk size or extension');
+        remaining = parseInt(size[1]!, 16);
         state = remaining === 0 ? 'trailer' : 'data';
       } else if (line === '') {
         state = 'done';
+      } else if (!FIELD_LINE.test(line)) {
+        throw badResponse('the upstream sent a malformed trailer field');
       }
       line = '';
     }

@@ -5,11 +5,21 @@ import { UpstreamConnection, type ConnectionUser } from './upstream-connection.j
  * Keep-alive connections to http:// upstreams, reused across passthrough downloads (a fresh TCP connection
  * per download cost a connect, an accept and a close each time). Only connections whose last answer was
  * fully and correctly framed come back here (passthrough-reader.ts decides); an idle one is dropped when the
- * upstream sends anything or closes, after IDLE_MS, or when its origin already keeps MAX_IDLE_PER_ORIGIN.
+ * upstream sends anything or closes (any byte outside an exchange retires a connection, as nginx and undici
+ * do), after IDLE_MS, or when its group already keeps MAX_IDLE_PER_ORIGIN. Connections are kept per origin
+ * and connection group (upstream-transport.ts, `connectionGroup`): endpoints that send other credentials
+ * never share one, so that an upstream's stray bytes can only ever reach calls made with the same ones.
  */
 const MAX_IDLE_PER_ORIGIN = 64;
 /** Below the 5 s keep-alive timeout of node's HTTP server, so that mostly we, not the upstream, close first. */
 const IDLE_MS = 4000;
+/**
+ * Kept this much less than an upstream's `Keep-Alive: timeout` hint (as undici's keepAliveTimeoutThreshold):
+ * a connection the upstream is about to close is not reused, since a request cut by that close is not retried.
+ */
+const HINT_MARGIN_MS = 1000;
+
+const keyOf = (url: URL, group: string) => `${url.host}\n${group}`;
 
 export class ConnectionPool {
   private readonly idle = new Map<string, UpstreamConnection[]>();
@@ -17,14 +27,19 @@ export class ConnectionPool {
   /** Body read buffers, shared by all of this pool's connections (read-buffers.ts). */
   private readonly bodyBuffers = new ReadBuffers();
 
-  /** An idle connection to the URL's origin if there is one (`reused`), else a new one. */
-  acquire(url: URL): { connection: UpstreamConnection; reused: boolean } {
-    const connection = this.idle.get(url.host)?.pop();
-    if (connection) {
+  /** An idle connection of the group to the URL's origin if there is one, else a new one. */
+  acquire(url: URL, group: string): UpstreamConnection {
+    const list = this.idle.get(keyOf(url, group));
+    for (let connection = list?.pop(); connection; connection = list?.pop()) {
+      // One the upstream has half-closed, whose end this process has not handled yet, is never written to.
+      if (connection.socket.destroyed || !connection.socket.writable || connection.socket.readableEnded) {
+        connection.socket.destroy();
+        continue;
+      }
       connection.socket.ref();
-      return { connection, reused: true };
+      return connection;
     }
-    return { connection: this.connect(url), reused: false };
+    return this.connect(url);
   }
 
   /** A new connection, reading into this pool's shared body buffers. */
@@ -33,9 +48,11 @@ export class ConnectionPool {
   }
 
   /** Keeps a connection whose exchange ended cleanly (its buffers free), or closes it if there is no room. */
-  release(url: URL, connection: UpstreamConnection): void {
-    const list = this.idle.get(url.host) ?? [];
-    if (this.closed || connection.socket.destroyed || list.length >= MAX_IDLE_PER_ORIGIN) {
+  release(url: URL, group: string, connection: UpstreamConnection, upstreamIdleMs?: number): void {
+    const key = keyOf(url, group);
+    const list = this.idle.get(key) ?? [];
+    const idleMs = upstreamIdleMs === undefined ? IDLE_MS : Math.min(IDLE_MS, upstreamIdleMs - HINT_MARGIN_MS);
+    if (this.closed || connection.socket.destroyed || list.length >= MAX_IDLE_PER_ORIGIN || idleMs <= 0) {
       connection.socket.destroy();
       return;
     }
@@ -52,10 +69,10 @@ export class ConnectionPool {
       onTimeout: drop,
     };
     connection.user = idleUser;
-    connection.socket.setTimeout(IDLE_MS);
+    connection.timeSilence(idleMs);
     connection.socket.unref();
     list.push(connection);
-    this.idle.set(url.host, list);
+    this.idle.set(key, list);
     // Reading on while idle is how a close by the upstream is seen.
     connection.read();
   }

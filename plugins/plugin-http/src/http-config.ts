@@ -16,6 +16,12 @@ export const httpConfigSchema = z.strictObject({
         .describe('The upstream the request context is POSTed to (http or https).'),
       timeout: durationMs.default(10_000).describe("How long to wait for the upstream's headers, and each silence in its body (default 10s)."),
       passthrough: z.boolean().default(false).describe("true: stream the upstream's 2xx answer to the client as it is (downloads), without the envelope."),
+      idempotent: z
+        .boolean()
+        .default(false)
+        .describe(
+          'true: running a call twice does no harm, so a call whose connection failed before any answer is tried once more (RFC 9110 9.2.2; default false: a call is sent at most once).',
+        ),
       headers: z
         .record(headerName, headerValue)
         .default({})

@@ -1,9 +1,10 @@
 import { EndpointGates, z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
-import { ConnectionPool } from './connection-pool.js';
 import { describeHttpResponse } from './describe-response.js';
+import { gotTransport } from './got-transport.js';
 import { httpConfigSchema, type HttpConfig } from './http-config.js';
-import { proxy } from './proxy.js';
-import { gotTransport, undiciTransport } from './upstream-transport.js';
+import { proxy, type Upstreams } from './proxy.js';
+import { byScheme, readerTransport } from './reader-transport.js';
+import { undiciTransport } from './undici-transport.js';
 
 /** plugin_options."@tkgate/plugin-http". docs/http-transport.md has the figures behind the default. */
 const optionsSchema = z.strictObject({ transport: z.enum(['undici', 'got']).default('undici') });
@@ -23,12 +24,10 @@ const plugin: TkgatePlugin = {
     api.declareErrors(ERROR_CODES);
     const options = await api.readOptions(optionsSchema);
     const transport = transports[options.transport]();
-    /** Keep-alive connections of http:// passthrough downloads (the transport keeps its own for the rest). */
-    const pool = new ConnectionPool();
-    api.onClose(() => {
-      transport.close();
-      pool.close();
-    });
+    // JSON calls through the library; passthrough downloads from http:// through the gateway's own reader
+    // (fewer copies: docs/performance.md), from https:// through the library.
+    const upstreams: Upstreams = { json: transport, passthrough: byScheme(readerTransport(), transport) };
+    api.onClose(() => upstreams.passthrough.close());
     const gates = new EndpointGates('too many upstream calls are running; try again shortly');
     const httpType: EndpointType<HttpConfig> = {
       type: 'http',
@@ -36,7 +35,7 @@ const plugin: TkgatePlugin = {
       execute: async (call) => {
         // The gate's place at once when one is free: the client's AbortSignal is made only to wait in its queue.
         const gate = gates.of(call.endpoint.key, call.config);
-        return proxy(transport, pool, call, gate.tryEnter() ?? (await gate.enter(call.signal)));
+        return proxy(upstreams, call, gate.tryEnter() ?? (await gate.enter(call.signal)));
       },
       describeResponse: describeHttpResponse,
     };

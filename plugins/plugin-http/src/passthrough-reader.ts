@@ -1,11 +1,11 @@
 import type { Writable } from 'node:stream';
-import type { BodyWriter } from '@tkgate/core';
 import { chunkDecoder } from './chunk-decoder.js';
 import type { ConnectionPool } from './connection-pool.js';
 import { bareLineFeed, parseHead, type Framing } from './response-head.js';
-import { badResponse, upstreamFailure } from './upstream-failure.js';
+import { libraryFailure } from './library-errors.js';
+import { badResponse, UpstreamFailure } from './upstream-failure.js';
 import type { UpstreamConnection } from './upstream-connection.js';
-import type { UpstreamRequest } from './upstream-transport.js';
+import type { UpstreamRequest, UpstreamResponse } from './upstream-transport.js';
 
 /**
  * Passthrough downloads from http:// upstreams with flat memory and few copies. The connection
@@ -16,42 +16,29 @@ import type { UpstreamRequest } from './upstream-transport.js';
  */
 const MAX_HEAD_BYTES = 64 * 1024;
 
-export interface PassthroughHead {
-  status: number;
-  headers: Record<string, string>;
-  /** The exact number of bytes writeBody will write, when the upstream framed the body by length. */
-  contentLength: number | undefined;
-  /** Streams the body into `out`; call at most once. */
-  writeBody: BodyWriter;
-  /** Releases the connection without reading the body (non-2xx answers). */
-  discard(): void;
-}
-
-/** A kept connection the upstream had closed (or reset) before it answered a single byte: worth one fresh try. */
-class StaleConnection extends Error {}
-
-export async function passthroughRequest(request: UpstreamRequest, pool: ConnectionPool): Promise<PassthroughHead> {
+/**
+ * One exchange on a kept or a new connection. A kept connection that fails before answering is not tried
+ * again here: the request may have reached the upstream (RFC 9110 section 9.2.2); proxy.ts tries once more
+ * only for an endpoint declared idempotent.
+ */
+export function passthroughRequest(request: UpstreamRequest, pool: ConnectionPool): Promise<UpstreamResponse> {
   const url = new URL(request.url);
-  const { connection, reused } = pool.acquire(url);
-  try {
-    return await exchange(request, url, pool, connection, reused);
-  } catch (err) {
-    if (!(err instanceof StaleConnection)) throw err;
-    return exchange(request, url, pool, pool.connect(url), false);
-  }
+  return exchange(request, url, pool, pool.acquire(url, request.connectionGroup));
 }
 
-function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, connection: UpstreamConnection, reused: boolean): Promise<PassthroughHead> {
+function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, connection: UpstreamConnection): Promise<UpstreamResponse> {
   const socket = connection.socket;
   /** Head bytes kept across reads (copied: the read buffers are reused), interim (1xx) answers included. */
   let head: Buffer | undefined = Buffer.alloc(0);
   let headBytes = 0;
-  let received = 0;
-  /** Body bytes read with the head, still in a read buffer until the body writer starts. */
-  let pending: { data: Buffer; done: () => void } | undefined;
+  /** The final head, parsed; the answer is handed on once its first body bytes have been read and decoded. */
+  let answer: UpstreamResponse | undefined;
+  /** The first body slices, decoded, still in a read buffer until the body writer starts. */
+  let pending: { slices: Buffer[]; done: () => void } | undefined;
   let out: Writable | undefined;
   let framing: Framing = { kind: 'close' };
   let keepAlive = false;
+  let keepAliveMs: number | undefined;
   let remaining = 0;
   const chunked = chunkDecoder();
   /** Writes to the client not yet flushed. */
@@ -71,44 +58,50 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
   };
   let finishBody: () => void = () => undefined;
 
-  let clientGone = false;
   // whenClientGone, not the signal: the signal is made on first read, and costs an AbortController per request.
   const stopWatching = request.whenClientGone(() => {
-    clientGone = true;
-    socket.destroy(upstreamFailure('ERR_ABORTED', 'the client went away'));
+    socket.destroy(new UpstreamFailure('aborted', 'the client went away'));
   });
-  socket.setTimeout(request.timeoutMs);
+  connection.timeSilence(request.timeoutMs);
 
   return new Promise((resolveHead, rejectHead) => {
-    reject = (err) => {
-      const stale = reused && received === 0 && !clientGone && ['ECONNRESET', 'EPIPE', 'ECONNABORTED'].includes((err as { code?: string }).code ?? '');
-      rejectHead(stale ? new StaleConnection(err.message, { cause: err }) : err);
+    reject = rejectHead;
+    /** Hands the answer on (once): its first body bytes are read and decoded, or there are none. */
+    const handOn = () => {
+      if (!answer) return;
+      resolveHead(answer);
+      answer = undefined;
     };
     connection.user = {
       onData(data, done) {
-        received += data.length;
-        if (!head) return deliver(data, done);
         try {
-          return readHead(data, done);
+          if (head) return readHead(data, done);
+          if (!answer) return deliver(data, done);
+          // The first body bytes: a malformed first chunk fails the exchange before the client has any answer.
+          pending = { slices: decode(data), done };
+          handOn();
+          return false;
         } catch (err) {
           done();
           socket.destroy(err as Error);
           return false;
         }
       },
-      onError: fail,
+      // net's errors (refused, reset), and the failures this reader destroys the socket with.
+      onError: (err) => fail(libraryFailure(err)),
       onClose() {
         stopWatching();
         if (finished) return;
         // A close-delimited body ends here, once whatever was read before has been written.
         if (!head && framing.kind === 'close') {
           upstreamEnded = true;
+          handOn();
           if (out && !pending && writing === 0) finish();
           return;
         }
-        fail(upstreamFailure('ECONNRESET', 'the upstream closed the connection before the end of the answer'));
+        fail(new UpstreamFailure('connection', 'the upstream closed the connection before the end of the answer'));
       },
-      onTimeout: () => socket.destroy(upstreamFailure('ETIMEDOUT', `no data for ${request.timeoutMs} ms`)),
+      onTimeout: () => socket.destroy(new UpstreamFailure('timeout', `no data for ${request.timeoutMs} ms`)),
     };
     const path = `${url.pathname}${url.search}`;
     const lines = [`POST ${path} HTTP/1.1`, `Host: ${url.host}`, `Content-Length: ${Buffer.byteLength(request.body)}`];
@@ -125,7 +118,7 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
         const end = bytes.indexOf('\r\n\r\n');
         if (bareLineFeed(end < 0 ? bytes : bytes.subarray(0, end)) >= 0) throw badResponse('the upstream sent a bare LF in its header');
         if (end < 0) {
-          if (headBytes > MAX_HEAD_BYTES) throw upstreamFailure('ERR_HEAD_TOO_LARGE', 'the upstream sent an oversized header');
+          if (headBytes > MAX_HEAD_BYTES) throw badResponse('the upstream sent an oversized header');
           head = Buffer.from(bytes);
           done();
           return true;
@@ -140,12 +133,10 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
         head = undefined;
         framing = parsed.framing;
         keepAlive = parsed.keepAlive;
+        keepAliveMs = parsed.keepAliveMs;
         if (framing.kind === 'length') remaining = framing.length;
         connection.bodyReads = framing.kind !== 'length' || remaining > 0;
-        // Body bytes that came with the head wait in their read buffer (no copy) until the body writer starts.
-        if (rest.length > 0) pending = { data: rest, done };
-        else done();
-        resolveHead({
+        answer = {
           status: parsed.status,
           headers: parsed.headers,
           contentLength: framing.kind === 'length' && parsed.status !== 204 && parsed.status !== 304 ? framing.length : undefined,
@@ -154,9 +145,17 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
             stopWatching();
             socket.destroy();
           },
-          writeBody: (target) => streamBody(target),
-        });
-        return false;
+          body: (target) => streamBody(target),
+        };
+        // Body bytes that came with the head wait in their read buffer (no copy) until the body writer starts.
+        if (rest.length > 0) pending = { slices: decode(rest), done };
+        else done();
+        if (pending || !connection.bodyReads) {
+          handOn();
+          return false;
+        }
+        // No body byte yet: the answer waits for the first (the silence timer runs meanwhile).
+        return true;
       }
     }
 
@@ -167,9 +166,10 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
         finishBody = resolveBody;
         out = target;
         if (pending) {
-          const { data, done } = pending;
+          const { slices, done } = pending;
           pending = undefined;
-          if (deliver(data, done)) connection.read();
+          write(slices, done, complete);
+          if (!complete) connection.read();
         } else if (framing.kind === 'length' && remaining === 0) {
           complete = true;
           finish();
@@ -181,18 +181,18 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
       });
     }
 
-    /** Writes the body slices of one read to the client; true while more is to be read. */
+    /** Writes the body slices of one read to the client; true while more is to be read. Throws on malformed chunks. */
     function deliver(data: Buffer, done: () => void): boolean {
+      write(decode(data), done, complete);
+      return !complete;
+    }
+
+    /** The body slices of one read (views, never copies); sets `complete` at the body's framed end. */
+    function decode(data: Buffer): Buffer[] {
       let slices: Buffer[];
       let extra = 0;
       if (framing.kind === 'chunked') {
-        try {
-          ({ slices, done: complete, rest: extra } = chunked(data));
-        } catch (err) {
-          done();
-          socket.destroy(err as Error);
-          return false;
-        }
+        ({ slices, done: complete, rest: extra } = chunked(data));
       } else if (framing.kind === 'length') {
         const take = Math.min(remaining, data.length);
         slices = take > 0 ? [data.subarray(0, take)] : [];
@@ -205,8 +205,7 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
       if (complete) connection.bodyReads = false;
       // Bytes past the end are a second answer nobody asked for: never forwarded, and the connection is not reused.
       if (extra > 0) clean = false;
-      write(slices, done, complete);
-      return !complete;
+      return slices;
     }
 
     function write(slices: Buffer[], done: () => void, last: boolean): void {
@@ -235,7 +234,7 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
       if (finished) return;
       finished = true;
       stopWatching();
-      if (complete && clean && keepAlive && framing.kind !== 'close' && writing === 0) pool.release(url, connection);
+      if (complete && clean && keepAlive && framing.kind !== 'close' && writing === 0) pool.release(url, request.connectionGroup, connection, keepAliveMs);
       else socket.destroy();
       finishBody();
     }

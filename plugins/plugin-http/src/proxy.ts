@@ -1,9 +1,6 @@
 import { GatewayError, jsonText, StreamedResponse, type EndpointCall, type JsonText } from '@tkgate/core';
-import type { ConnectionPool } from './connection-pool.js';
 import type { HttpConfig } from './http-config.js';
-import { passthroughRequest } from './passthrough-reader.js';
-import { CONTENT_LENGTH } from './response-head.js';
-import { BAD_RESPONSE } from './upstream-failure.js';
+import { UpstreamFailure, type FailureReason } from './upstream-failure.js';
 import type { UpstreamAnswer, UpstreamRequest, UpstreamResponse, UpstreamTransport } from './upstream-transport.js';
 
 /** Upstream response headers a passthrough answer carries (SPEC: type and disposition; the length apart). */
@@ -11,42 +8,44 @@ const PASSTHROUGH_HEADERS = ['content-type', 'content-disposition'];
 /** JSON answers nested deeper are refused: whatever walks them recursively (the envelope's stringify) would overflow. */
 const MAX_JSON_DEPTH = 64;
 
-type Failure = 'status' | 'timeout' | 'connection' | 'invalid_response' | 'invalid_json' | 'too_deep' | 'too_large' | 'aborted';
+/** `details.reason` of the 502: a transport's failure, or what was wrong with the answer it gave. */
+type Reason = FailureReason | 'status' | 'invalid_json' | 'too_deep';
 
-function upstreamError(reason: Failure, cause: unknown, status?: number): GatewayError {
+function upstreamError(reason: Reason, cause: unknown, status?: number): GatewayError {
   const details: Record<string, unknown> = { reason };
   if (status !== undefined) details.upstream_status = status;
   return new GatewayError(502, 'upstream_error', 'the upstream did not give a usable answer', { details, cause });
 }
 
-function classify(err: unknown): Failure {
-  const { code, name, message } = err as { code?: string; name?: string; message?: string };
-  if (code === 'ETIMEDOUT' || code?.endsWith('_TIMEOUT') || name === 'TimeoutError') return 'timeout';
-  if (code === 'ERR_BODY_TOO_LARGE') return 'too_large';
-  if (name === 'AbortError' || code === 'ERR_ABORTED' || code === 'UND_ERR_ABORTED') return 'aborted';
-  // Malformed HTTP: our reader's refusals, and llhttp's (undici, node:http) parse errors.
-  if (
-    code === BAD_RESPONSE ||
-    code === 'ERR_HEAD_TOO_LARGE' ||
-    code?.startsWith('HPE_') ||
-    name === 'HTTPParserError' ||
-    code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH'
-  )
-    return 'invalid_response';
-  // undici's words for an unasked 100 Continue or upgrade.
-  if (code === 'UND_ERR_SOCKET' && (message === 'bad response' || message === 'bad upgrade')) return 'invalid_response';
-  return 'connection';
+/** A transport's failure as the 502 (transports fail only with UpstreamFailure; anything else is a connection fault). */
+function failed(err: unknown): GatewayError {
+  if (err instanceof UpstreamFailure) return upstreamError(err.reason, err, err.upstreamStatus);
+  return upstreamError('connection', err);
 }
 
-/** The headers every call of an endpoint sends, made once per endpoint version (its config object). */
-const fixedHeaders = new WeakMap<HttpConfig['upstream'], Record<string, string>>();
-function headersOf(upstream: HttpConfig['upstream']): Record<string, string> {
-  let headers = fixedHeaders.get(upstream);
-  if (!headers) {
-    headers = { ...upstream.headers, 'content-type': 'application/json', accept: upstream.passthrough ? '*/*' : 'application/json', 'user-agent': 'tkgate' };
-    fixedHeaders.set(upstream, headers);
+/** The transports of one plugin instance: JSON calls through one, passthrough downloads through another (per scheme). */
+export interface Upstreams {
+  json: UpstreamTransport;
+  passthrough: UpstreamTransport;
+}
+
+/** What every call of an endpoint sends the same way, made once per endpoint version (its config object). */
+interface Fixed {
+  headers: Record<string, string>;
+  /** The configured headers (the endpoint's credentials), as the key of the connections its calls may share. */
+  connectionGroup: string;
+}
+const fixedParts = new WeakMap<HttpConfig['upstream'], Fixed>();
+function fixedOf(upstream: HttpConfig['upstream']): Fixed {
+  let fixed = fixedParts.get(upstream);
+  if (!fixed) {
+    fixed = {
+      headers: { ...upstream.headers, 'content-type': 'application/json', accept: upstream.passthrough ? '*/*' : 'application/json', 'user-agent': 'tkgate' },
+      connectionGroup: JSON.stringify(Object.entries(upstream.headers).sort(([a], [b]) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1))),
+    };
+    fixedParts.set(upstream, fixed);
   }
-  return headers;
+  return fixed;
 }
 
 /**
@@ -60,11 +59,16 @@ class ProxiedRequest implements UpstreamRequest {
   readonly body: string;
   readonly timeoutMs: number;
   readonly streamed: boolean;
+  readonly connectionGroup: string;
+  readonly idempotent: boolean;
 
   constructor(private readonly call: EndpointCall<HttpConfig>) {
     const { upstream } = call.config;
+    const fixed = fixedOf(upstream);
     this.url = upstream.url;
-    this.headers = { ...headersOf(upstream), 'x-request-id': call.requestId };
+    this.headers = { ...fixed.headers, 'x-request-id': call.requestId };
+    this.connectionGroup = fixed.connectionGroup;
+    this.idempotent = upstream.idempotent;
     this.body = JSON.stringify(call.context);
     this.timeoutMs = upstream.timeout;
     this.streamed = upstream.passthrough;
@@ -79,6 +83,20 @@ class ProxiedRequest implements UpstreamRequest {
   }
 }
 
+/**
+ * A call that failed for want of a connection before any answer, tried once more: only for an endpoint
+ * declared idempotent. Otherwise the request may have reached the upstream already, and a proxy must not
+ * repeat a non-idempotent one on its own (RFC 9110 section 9.2.2).
+ */
+async function onceMore<T>(attempt: () => Promise<T>): Promise<T> {
+  try {
+    return await attempt();
+  } catch (err) {
+    if (!(err instanceof UpstreamFailure) || err.reason !== 'connection' || err.upstreamStatus !== undefined) throw err;
+    return attempt();
+  }
+}
+
 /** A release function called once, whichever way the body ends. */
 export type Release = () => void;
 
@@ -87,25 +105,21 @@ export type Release = () => void;
  * nothing of the client's credentials (no Authorization, no Cookie: the client's headers are not forwarded).
  * `release` is called once the upstream exchange is over: at once for JSON, when the stream ends for passthrough.
  */
-export async function proxy(transport: UpstreamTransport, pool: ConnectionPool, call: EndpointCall<HttpConfig>, release: Release): Promise<unknown> {
+export async function proxy(upstreams: Upstreams, call: EndpointCall<HttpConfig>, release: Release): Promise<unknown> {
   const { upstream } = call.config;
   const request = new ProxiedRequest(call);
   let streaming = false;
   try {
-    if (upstream.passthrough && upstream.url.startsWith('http:')) {
-      const response = await passthroughWithoutCopies(request, pool, release);
-      streaming = true;
-      return response;
-    }
-    if (!upstream.passthrough) return checkedJson(await fetchWhole(transport, request, upstream.max_response_bytes));
+    if (!upstream.passthrough) return checkedJson(await fetchWhole(upstreams.json, request, upstream.max_response_bytes));
     let response: UpstreamResponse;
     try {
-      response = await transport.post(request);
+      const transport = upstreams.passthrough;
+      response = await (request.idempotent ? onceMore(() => transport.post(request)) : transport.post(request));
     } catch (err) {
-      throw upstreamError(classify(err), err);
+      throw failed(err);
     }
     if (response.status < 200 || response.status > 299) {
-      response.body.destroy();
+      response.discard();
       throw upstreamError('status', new Error(`upstream answered ${response.status}`), response.status);
     }
     streaming = true;
@@ -113,23 +127,6 @@ export async function proxy(transport: UpstreamTransport, pool: ConnectionPool, 
   } finally {
     if (!streaming) release();
   }
-}
-
-/** http:// passthrough through the reader that reuses its buffers and keep-alive connections (passthrough-reader.ts). */
-async function passthroughWithoutCopies(request: UpstreamRequest, pool: ConnectionPool, release: Release): Promise<StreamedResponse> {
-  let head;
-  try {
-    head = await passthroughRequest(request, pool);
-  } catch (err) {
-    throw upstreamError(classify(err), err);
-  }
-  if (head.status < 200 || head.status > 299) {
-    head.discard();
-    throw upstreamError('status', new Error(`upstream answered ${head.status}`), head.status);
-  }
-  const writeBody = head.writeBody;
-  const body = (out: Parameters<typeof writeBody>[0]) => writeBody(out).finally(release);
-  return new StreamedResponse(body, passthroughHeaders(head.headers, head.contentLength), head.status);
 }
 
 /**
@@ -146,21 +143,22 @@ function passthroughHeaders(upstreamHeaders: Record<string, string | string[] | 
   return headers;
 }
 
-/** got and undici frame the body themselves (llhttp refuses ambiguous framing); a length is forwarded only in its one valid form. */
+/** The answer streamed to the client; `release` once its body is over, whichever way. */
 function passthrough(response: UpstreamResponse, release: Release): StreamedResponse {
-  response.body.once('close', release);
-  const length = response.headers['content-length'];
-  const exact = typeof length === 'string' && CONTENT_LENGTH.test(length) && response.headers['transfer-encoding'] === undefined ? Number(length) : undefined;
-  return new StreamedResponse(response.body, passthroughHeaders(response.headers, exact), response.status);
+  const headers = passthroughHeaders(response.headers, response.contentLength);
+  const body = response.body;
+  if (typeof body === 'function') return new StreamedResponse((out) => body(out).finally(release), headers, response.status);
+  body.once('close', release);
+  return new StreamedResponse(body, headers, response.status);
 }
 
 /** The upstream's whole 2xx answer, or the 502 that says why there is none. */
-async function fetchWhole(transport: UpstreamTransport, request: UpstreamRequest, maxBytes: number): Promise<UpstreamAnswer> {
+async function fetchWhole(transport: UpstreamTransport, request: ProxiedRequest, maxBytes: number): Promise<UpstreamAnswer> {
   let answer: UpstreamAnswer;
   try {
-    answer = await transport.fetchWhole(request, maxBytes);
+    answer = await (request.idempotent ? onceMore(() => transport.fetchWhole(request, maxBytes)) : transport.fetchWhole(request, maxBytes));
   } catch (err) {
-    throw upstreamError(classify(err), err, (err as { upstreamStatus?: number }).upstreamStatus);
+    throw failed(err);
   }
   if (answer.status < 200 || answer.status > 299) throw upstreamError('status', new Error(`upstream answered ${answer.status}`), answer.status);
   return answer;

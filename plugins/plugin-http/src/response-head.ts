@@ -12,13 +12,17 @@ export interface ResponseHead {
   framing: Framing;
   /** HTTP/1.1 without `Connection: close`: the connection may carry another exchange once this one is fully read. */
   keepAlive: boolean;
+  /** How long the upstream says it keeps an idle connection (`Keep-Alive: timeout=N`), in ms, if it says so. */
+  keepAliveMs: number | undefined;
 }
 
 /** How the body ends (RFC 9112 section 6.3): after `length` bytes, after the last chunk, or when the connection closes. */
 export type Framing = { kind: 'length'; length: number } | { kind: 'chunked' } | { kind: 'close' };
 
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
-const FIELD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[\t ]*([\t\x20-\x7e\x80-\xff]*?)[\t ]*$/;
+/** A field line: a token, a colon, the value with optional whitespace around it (also the chunked trailer's lines). */
+export const FIELD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[\t ]*([\t\x20-\x7e\x80-\xff]*?)[\t ]*$/;
+const KEEP_ALIVE_TIMEOUT = /(?:^|[,;\s])timeout=(\d{1,9})(?:$|[,;\s])/i;
 /** Longer lengths than 15 digits are beyond anything a gateway streams, and beyond exact arithmetic. */
 export const CONTENT_LENGTH = /^\d{1,15}$/;
 
@@ -44,7 +48,14 @@ export function parseHead(text: string): ResponseHead {
     headers[name] = headers[name] === undefined ? field[2]! : `${headers[name]}, ${field[2]}`;
   }
   const closes = (headers.connection ?? '').split(',').some((token) => token.trim().toLowerCase() === 'close');
-  return { status, headers, framing: framingOf(status, headers), keepAlive: statusMatch![1] === '1' && !closes };
+  const hint = headers['keep-alive'] === undefined ? undefined : KEEP_ALIVE_TIMEOUT.exec(headers['keep-alive']);
+  return {
+    status,
+    headers,
+    framing: framingOf(status, headers),
+    keepAlive: statusMatch![1] === '1' && !closes,
+    keepAliveMs: hint ? Number(hint[1]) * 1000 : undefined,
+  };
 }
 
 /** RFC 9112 section 6.3, for an answer to a POST; ambiguous or invalid framing is refused (points 3 to 5). */

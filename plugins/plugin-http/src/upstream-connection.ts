@@ -39,6 +39,9 @@ export class UpstreamConnection {
   /** The buffer the next read fills: never one the user still holds. */
   private installed: Buffer = this.headBuffer;
   private wanted = true;
+  /** Whether the socket's inactivity timer runs: only while a read is wanted and not held back by the client side. */
+  private timing = false;
+  private silenceMs = 0;
 
   constructor(
     url: URL,
@@ -65,7 +68,29 @@ export class UpstreamConnection {
   }
 
   private resumeIfFree(): void {
-    if (this.wanted && this.bodyHeld < 2 && !this.socket.destroyed) this.socket.resume();
+    if (this.wanted && this.bodyHeld < 2 && !this.socket.destroyed) {
+      this.time(true);
+      this.socket.resume();
+    }
+  }
+
+  /** Starts or stops the silence timer; net.Socket re-arms a running one on every read and write. */
+  private time(on: boolean): void {
+    if (on === this.timing) return;
+    this.timing = on;
+    this.socket.setTimeout(on ? this.silenceMs : 0);
+  }
+
+  /**
+   * How long the upstream may stay silent while a read is wanted, set by whoever uses the connection now (the
+   * exchange: the upstream timeout; the pool: its idle limit). A pause for the client's sake (both body
+   * buffers still being written, or body bytes waiting for the writer) stops the timer: a slow downloader is
+   * not the upstream's silence.
+   */
+  timeSilence(ms: number): void {
+    this.silenceMs = ms;
+    this.timing = true;
+    this.socket.setTimeout(ms);
   }
 
   private onRead(bytes: number): boolean {
@@ -88,7 +113,9 @@ export class UpstreamConnection {
     const more = user ? user.onData(buffer.subarray(0, bytes), done) : false;
     // An exchange that ended within onData may have handed the connection to the pool, which reads on.
     if (!more && this.user === user) this.wanted = false;
-    return this.wanted && this.bodyHeld < 2;
+    const reading = this.wanted && this.bodyHeld < 2;
+    if (!reading) this.time(false);
+    return reading;
   }
 
   /**

@@ -66,17 +66,24 @@ function routeOf(ctx: GatewayContext): string {
   return ctx.state.route ?? 'other';
 }
 
-/** Body bytes: the Content-Length sent, else (a stream without one) what the socket wrote for this response. */
+/**
+ * Body bytes: the Content-Length of a response sent whole, else (a stream without one, or a response cut
+ * before its end) what the socket wrote for this response past its head (`_header`, Node's head as sent,
+ * which logging middleware such as morgan read too).
+ */
 function bytesSent(ctx: GatewayContext, socketBytesAtStart: number): number {
   const length = Number(ctx.res.getHeader('content-length'));
-  if (Number.isFinite(length)) return length;
-  return Math.max(0, (ctx.req.socket?.bytesWritten ?? socketBytesAtStart) - socketBytesAtStart);
+  if (Number.isFinite(length) && ctx.res.writableFinished) return length;
+  const head = (ctx.res as { _header?: string | null })._header?.length ?? 0;
+  return Math.max(0, (ctx.req.socket?.bytesWritten ?? socketBytesAtStart) - socketBytesAtStart - head);
 }
 
 /** Records the request once its response has closed (the access line and the metrics). */
 export function watchRequest(ctx: GatewayContext, record: RequestRecorder): void {
   const started = process.hrtime.bigint();
   const socketBytesAtStart = ctx.req.socket?.bytesWritten ?? 0;
+  // The peer's address, read now: net.Socket keeps it once read, and a socket destroyed unread has none ("unknown").
+  void ctx.req.socket?.remoteAddress;
   ctx.res.once('close', () => {
     record({
       req: ctx.req,

@@ -1,0 +1,21 @@
+import type net from 'node:net';
+
+/**
+ * For raw upstreams in these tests: calls `onRequest` with the path of each request a connection carries, in
+ * order, once its head and its Content-Length of body have arrived (requests may come in any segments).
+ */
+export function onRequests(socket: net.Socket, onRequest: (path: string) => void): void {
+  let buffered = Buffer.alloc(0);
+  socket.on('data', (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    for (;;) {
+      const end = buffered.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const head = buffered.subarray(0, end).toString('latin1');
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+      if (buffered.length < end + 4 + length) return;
+      buffered = buffered.subarray(end + 4 + length);
+      onRequest(head.split(' ')[1]!);
+    }
+  });
+}

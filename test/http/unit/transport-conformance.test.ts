@@ -1,0 +1,188 @@
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { expect } from 'chai';
+import {
+  gotTransport,
+  readerTransport,
+  undiciTransport,
+  UpstreamFailure,
+  type UpstreamRequest,
+  type UpstreamResponse,
+  type UpstreamTransport,
+} from '@tkgate/plugin-http/upstream';
+import { onRequests } from '../raw-requests.js';
+
+/**
+ * One suite, run against each upstream transport through the one interface (upstream-transport.ts): got,
+ * undici and the gateway's own HTTP/1.1 reader must answer alike and fail alike, in the one vocabulary of
+ * UpstreamFailure.reason. A raw loopback upstream, in process.
+ */
+const transports: Array<[string, () => UpstreamTransport]> = [
+  ['undici', undiciTransport],
+  ['got', gotTransport],
+  ['reader', readerTransport],
+];
+
+const JSON_BODY = '{"ok":true}';
+const answers: Record<string, string> = {
+  '/json': `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${JSON_BODY.length}\r\n\r\n${JSON_BODY}`,
+  '/status-500': 'HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nboom',
+  '/large': `HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n${'x'.repeat(2000)}`,
+  '/large-chunked': `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7d0\r\n${'x'.repeat(2000)}\r\n0\r\n\r\n`,
+  '/chunked': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n',
+  '/both': 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+  '/bad-chunk': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n',
+  '/cut-post': 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}',
+};
+/** Larger than the loopback sockets' buffers hold: a reader that stops reading makes the transport stop too. */
+const BIG = 24 * 1024 * 1024;
+
+describe('upstream transports: one conformance suite', () => {
+  const seen = new Map<string, number>();
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    const carried = new Set<string>();
+    onRequests(socket, (path) => {
+      seen.set(path, (seen.get(path) ?? 0) + 1);
+      // /slow never answers; /cut-post closes a kept connection once the request is read (it reached the upstream).
+      if (path === '/slow' || (path === '/cut-post' && carried.has(path))) {
+        if (path === '/cut-post') socket.destroy();
+        return;
+      }
+      carried.add(path);
+      // /stall: a head and the first bytes of a longer body, then silence.
+      if (path === '/stall') return void socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst');
+      if (path === '/big') return void socket.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${BIG}\r\n\r\n`), Buffer.alloc(BIG, 'x')]));
+      socket.write(answers[path] ?? 'HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
+    });
+  });
+  let base = '';
+  let refused = '';
+  before(async () => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // A port that was free a moment ago: nothing listens there.
+    const probe = net.createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    refused = `http://127.0.0.1:${(probe.address() as AddressInfo).port}/`;
+    await new Promise((resolve) => probe.close(resolve));
+  });
+  after(() => {
+    server.close();
+    for (const socket of sockets) socket.destroy();
+  });
+
+  /** A call as proxy.ts makes one; `controller.abort()` plays the client going away. */
+  const requestTo = (url: string, options: { timeoutMs?: number; streamed?: boolean; controller?: AbortController; group?: string } = {}): UpstreamRequest => {
+    const controller = options.controller ?? new AbortController();
+    return {
+      url,
+      headers: { 'content-type': 'application/json' },
+      body: '{"q":1}',
+      timeoutMs: options.timeoutMs ?? 5000,
+      streamed: options.streamed ?? false,
+      connectionGroup: options.group ?? '',
+      signal: controller.signal,
+      whenClientGone(listener) {
+        controller.signal.addEventListener('abort', listener, { once: true });
+        return () => controller.signal.removeEventListener('abort', listener);
+      },
+    };
+  };
+  const bodyOf = async (response: UpstreamResponse): Promise<string> => {
+    const chunks: Buffer[] = [];
+    if (typeof response.body === 'function') {
+      await response.body(
+        new Writable({
+          write(chunk: Buffer, _encoding, callback) {
+            chunks.push(Buffer.from(chunk));
+            callback();
+          },
+        }),
+      );
+    } else for await (const chunk of response.body) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString();
+  };
+  /** The reason the call failed with (and that it failed with an UpstreamFailure). */
+  const reasonOf = async (call: Promise<unknown>): Promise<string> => {
+    const err = await call.then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(err, 'the call failed').to.be.instanceOf(UpstreamFailure);
+    return (err as UpstreamFailure).reason;
+  };
+
+  for (const [name, make] of transports) {
+    describe(name, () => {
+      let transport: UpstreamTransport;
+      before(() => (transport = make()));
+      after(() => transport.close());
+
+      it('reads a whole 2xx answer, and a non-2xx one as its status without a body', async () => {
+        expect(await transport.fetchWhole(requestTo(`${base}/json`), 1000)).to.deep.equal({ status: 200, body: Buffer.from(JSON_BODY) });
+        expect(await transport.fetchWhole(requestTo(`${base}/status-500`), 1000)).to.deep.equal({ status: 500, body: Buffer.alloc(0) });
+      });
+
+      it('refuses a whole answer over the limit (too_large), declared or chunked, with its status', async () => {
+        for (const path of ['/large', '/large-chunked']) {
+          const err = await transport.fetchWhole(requestTo(`${base}${path}`), 1000).catch((thrown: unknown) => thrown);
+          expect(err, path).to.be.instanceOf(UpstreamFailure).and.include({ reason: 'too_large', upstreamStatus: 200 });
+        }
+      });
+
+      it('streams an answer with its status, headers and exact length', async () => {
+        const response = await transport.post(requestTo(`${base}/json`, { streamed: true }));
+        expect(response.status).to.equal(200);
+        expect(response.headers['content-type']).to.equal('application/json');
+        expect(response.contentLength).to.equal(JSON_BODY.length);
+        expect(await bodyOf(response)).to.equal(JSON_BODY);
+        const chunked = await transport.post(requestTo(`${base}/chunked`, { streamed: true }));
+        expect(chunked.contentLength).to.equal(undefined);
+        expect(await bodyOf(chunked)).to.equal('hello world');
+      });
+
+      it('classifies its failures alike: timeout, connection, invalid_response, aborted', async () => {
+        expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/slow`, { timeoutMs: 300 }), 1000))).to.equal('timeout');
+        expect(await reasonOf(transport.post(requestTo(`${base}/slow`, { timeoutMs: 300, streamed: true })))).to.equal('timeout');
+        expect(await reasonOf(transport.fetchWhole(requestTo(refused), 1000))).to.equal('connection');
+        expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/both`), 1000))).to.equal('invalid_response');
+        expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/bad-chunk`), 1000))).to.equal('invalid_response');
+        // Streamed: the answer is handed on only once its first body bytes are read, so a malformed first chunk fails the call.
+        expect(await reasonOf(transport.post(requestTo(`${base}/bad-chunk`, { streamed: true })))).to.equal('invalid_response');
+        const controller = new AbortController();
+        setTimeout(() => controller.abort(), 100);
+        expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/slow`, { controller }), 1000))).to.equal('aborted');
+      });
+
+      it('times only the upstream: a reader that pauses longer than the timeout still gets the whole body', async () => {
+        const response = await transport.post(requestTo(`${base}/big`, { streamed: true, timeoutMs: 300 }));
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        expect((await bodyOf(response)).length).to.equal(BIG);
+      });
+
+      it('ends a streamed body that falls silent for longer than the timeout', async () => {
+        const response = await transport.post(requestTo(`${base}/stall`, { streamed: true, timeoutMs: 300 }));
+        const outcome = await bodyOf(response).then(
+          () => 'complete',
+          () => 'cut',
+        );
+        expect(outcome).to.equal('cut');
+      });
+
+      it('never sends a POST twice: a kept connection closed after the request was read is a connection failure', async () => {
+        const group = `cut-${name}`;
+        expect((await transport.fetchWhole(requestTo(`${base}/cut-post`, { group }), 1000)).status).to.equal(200);
+        // undici frees a connection for the next call only after the turn that completed the answer.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const before = seen.get('/cut-post') ?? 0;
+        expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/cut-post`, { group }), 1000))).to.equal('connection');
+        expect((seen.get('/cut-post') ?? 0) - before, 'requests the upstream received').to.equal(1);
+      });
+    });
+  }
+});
