@@ -2,6 +2,7 @@
 // peer gateways measured in the same run, interleaved over rounds (scripts/bench/measure.js).
 // Full: under 6 minutes; --quick: under 90 s; --smoke: CI (numbers only, nothing judged).
 // Everything runs on 127.0.0.1 with bounded durations; results go to bench/results/latest.{json,md}.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,8 +15,10 @@ import { printTable, writeReports } from './report.js';
 import { caddyInstalled, startCaddy } from './servers/caddy.js';
 import { nginxInstalled, startNginx } from './servers/nginx.js';
 import { startWebhook, webhookInstalled } from './servers/webhook.js';
+import { rateLimitEntries } from './rate-limits.js';
 import { clearSessions, insertSessions } from './sessions.js';
 import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
+import { tracingRows } from './tracing.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -216,6 +219,19 @@ async function main() {
     await webhook?.stop();
   }
 
+  // 8. A rate-limited internal endpoint on each store, vs. the same endpoint without a limit (scripts/bench/rate-limits.js).
+  if (runs(8)) {
+    const limited = await rateLimitEntries(dir, config, track, tkgate);
+    await scenario('8. rate-limited internal endpoint', limited.entries, [atLeast(0.5, 'no limit')]);
+    await limited.stop();
+  }
+  // 9. Tracing off vs on (scripts/bench/tracing.js): the json proxy with a caller's traceparent.
+  if (runs(9)) {
+    const traced = await tracingRows({ config, gateway, auth, upstreamUrl: upstream.url, row: tkgate, track });
+    await scenario('9. tracing off vs on (http endpoint, JSON)', traced.rows, [atLeast(0.7, 'tracing off')]);
+    await traced.stop();
+  }
+
   // 6. A login storm (argon2id) while status calls run at a steady rate: the event loop must stay responsive.
   if (runs(6)) {
     log('6. login storm\n');
@@ -269,6 +285,15 @@ async function main() {
       ],
       goals: [{ goal: '< 60 MB for 100k', ratio: null, met: mode === 'smoke' ? null : perHundredThousand < 60 }],
     });
+  }
+
+  // 10. Passthrough from an https:// upstream (the reader over TLS) vs. the upstream directly: its own script,
+  // run from a neutral directory so a --compare build loads its own plugins.
+  if (runs(10) && PLAN.extras) {
+    log('10. https passthrough\n');
+    const args = [path.join(here, 'https-passthrough.js'), '--rounds', String(PLAN.rounds), '--mb', mode === 'smoke' ? '10' : '100'];
+    if (compareBin) args.push('--compare', path.resolve(compareBin, '../../../..'));
+    log(execFileSync(process.execPath, args, { cwd: tmpdir(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
   }
 
   await upstream.stop();

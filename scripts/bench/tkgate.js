@@ -11,19 +11,22 @@ export const BENCH_USER = { username: 'bench', password: 'bench-password-1' };
 /** Logs in over and over in the storm; its own user, so its evictions never touch the bench user's session. */
 export const STORM_USER = { username: 'storm', password: 'storm-password-1' };
 
+/** Scenario 2's internal endpoint: client_filter, one inject_db_context, a pseudo select (scenario 8 limits a copy). */
+export const ITEMS_ENDPOINT = {
+  path: 'items',
+  method: 'GET',
+  type: 'internal',
+  client_filter: { allowed_fields: ['q'], field_rules: { q: { type: 'string', max_length: 20 } } },
+  inject_db_context: ['profiles.email'],
+  pseudo_querys: [{ select: 'items', columns: ['id', 'title', 'status'], where: { owner_id: '$context.user_id' }, order_by: 'id', limit: 10 }],
+};
+
 function toolkit(upstreamPort, tinyScript) {
   return {
     name: 'bench',
     type: 'app',
     endpoints: [
-      {
-        path: 'items',
-        method: 'GET',
-        type: 'internal',
-        client_filter: { allowed_fields: ['q'], field_rules: { q: { type: 'string', max_length: 20 } } },
-        inject_db_context: ['profiles.email'],
-        pseudo_querys: [{ select: 'items', columns: ['id', 'title', 'status'], where: { owner_id: '$context.user_id' }, order_by: 'id', limit: 10 }],
-      },
+      ITEMS_ENDPOINT,
       { path: 'json', method: 'POST', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/json` } },
       { path: 'file', method: 'GET', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/1mb`, passthrough: true } },
       { path: 'tiny', method: 'GET', type: 'exec', command: [tinyScript], max_concurrency: 16, max_queue: 256 },
@@ -100,6 +103,18 @@ export async function startTkgate(config, extraArgs = [], env = {}, bin = tkgate
   });
   const { port } = JSON.parse(gateway.line);
   return { ...gateway, base: `http://127.0.0.1:${port}/api` };
+}
+
+/** An API key of the bench user, made with its session (POST {base}/auth/api-keys): the same caller, another credential. */
+export async function apiKey(base, token) {
+  const response = await fetch(`${base}/auth/api-keys`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  const body = await response.json();
+  if (!body.success) throw new Error(`bench api key not created: ${JSON.stringify(body)}`);
+  return body.data.key;
 }
 
 export async function login(base) {

@@ -45,14 +45,14 @@ for (const dialect of dialects) {
     const root = () => new URL(s.gateway.base).origin;
 
     it("answers a listed origin's preflight with 204 before authentication, on every route", async () => {
-      const urls = ['/tk/app/desk/echo', '/tk/app/nothing/here', '/auth/login', '/auth/logout', '/openapi.json', '/no/such/route'].map(
+      const urls = ['/tk/app/desk/echo', '/tk/app/nothing/here', '/auth/login', '/auth/logout', '/auth/api-keys/0123', '/openapi.json', '/no/such/route'].map(
         (path) => s.gateway.base + path,
       );
       for (const url of [...urls, `${root()}/healthz`]) {
         const reply = await preflight(url, LISTED);
         expect(reply.status, url).to.equal(204);
         expect(reply.headers.get('access-control-allow-origin'), url).to.equal(LISTED);
-        expect(reply.headers.get('access-control-allow-methods')!.split(', '), url).to.include.members(['GET', 'POST']);
+        expect(reply.headers.get('access-control-allow-methods')!.split(', '), url).to.include.members(['GET', 'POST', 'DELETE']);
         expect(reply.headers.get('access-control-allow-headers')!.split(', '), url).to.include.members(['authorization', 'content-type']);
         expect(Number(reply.headers.get('access-control-max-age')), url).to.be.greaterThan(0);
         expect(reply.headers.get('access-control-allow-credentials'), url).to.equal(null);

@@ -69,9 +69,12 @@ for (const dialect of dialects) {
           'pending       002_shared_authority',
           'pending       003_readiness',
           'pending       004_oidc',
+          'pending       005_api_keys',
+          'pending       006_audit_events',
+          'pending       007_rate_limits',
           'pending       tkgate-plugin-notes/001_notes',
           'pending       tkgate-plugin-notes/002_pinned',
-          '6 pending: `tkgate migrate` (or the next start) applies them',
+          '9 pending: `tkgate migrate` (or the next start) applies them',
           '',
         ].join('\n'),
       );
@@ -83,6 +86,9 @@ for (const dialect of dialects) {
         '-- 002_shared_authority',
         '-- 003_readiness',
         '-- 004_oidc',
+        '-- 005_api_keys',
+        '-- 006_audit_events',
+        '-- 007_rate_limits',
         '-- tkgate-plugin-notes/001_notes',
         '-- tkgate-plugin-notes/002_pinned',
       ]);
@@ -106,7 +112,7 @@ for (const dialect of dialects) {
       expect(planned.length).to.be.greaterThan(10);
 
       const status = await cli('--status');
-      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(6);
+      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(9);
       expect(status.stdout).to.match(/\nup to date\n$/);
       expect((await cli('--dry-run')).stdout).to.equal('-- already up to date: nothing would run\n');
     });

@@ -74,6 +74,23 @@ describe('server configuration', () => {
     ['mysql without a url', { db: { client: 'mysql' } }, {}, /db\.url: must be set/],
     ['a bad value in an env var', {}, { TKGATE_MAX_SESSIONS: 'many' }, /sessions\.max_per_user/],
     ['a base_url with a trailing slash', { server: { base_url: '/api/' } }, {}, /server\.base_url/],
+    ['an unknown rate-limit store', { rate_limits: { store: 'memcached' } }, {}, /rate_limits\.store: must be one of database, redis/],
+    ['the redis store without a url', { rate_limits: { store: 'redis' } }, {}, /rate_limits\.redis_url: must be set when rate_limits\.store is redis/],
+    ['a redis_url that is not one', { rate_limits: { store: 'redis', redis_url: 'http://x' } }, {}, /rate_limits\.redis_url: must be empty or a URL/],
+    ['an unknown on_store_failure', { rate_limits: { on_store_failure: 'ignore' } }, {}, /rate_limits\.on_store_failure: must be one of deny, allow/],
+    ['a tracing.sample_ratio above 1', { tracing: { sample_ratio: 1.5 } }, {}, /tracing\.sample_ratio: must be a number from 0 to 1/],
+    [
+      'a tracing.endpoint that is not an http URL',
+      { tracing: { endpoint: 'collector:4318' } },
+      {},
+      /tracing\.endpoint: must be an http:\/\/ or https:\/\/ URL/,
+    ],
+    [
+      'a sample ratio in an env var that is not one',
+      {},
+      { TKGATE_TRACING_SAMPLE_RATIO: 'half' },
+      /TKGATE_TRACING_SAMPLE_RATIO \(tracing\.sample_ratio\): must be a number from 0 to 1/,
+    ],
   ];
   for (const [what, config, env, message] of refusals) {
     it(`refuses to start on ${what}, with one line naming the key`, async () => {

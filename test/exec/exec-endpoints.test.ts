@@ -5,7 +5,7 @@ import { dialects } from '../support/databases.js';
 import { alive, scriptWriter } from '../support/executables.js';
 import { sleep } from '../support/fixtures.js';
 import { toolkitClient } from '../support/http.js';
-import { tempDir } from '../support/paths.js';
+import { repoRoot, tempDir } from '../support/paths.js';
 import { withGateway } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
 import { helperPids } from './helper-processes.js';
@@ -147,7 +147,7 @@ for (const { dialect, spawner } of runs) {
       expect(reply.body.error.details).to.deep.equal({ reason: 'output_too_large' });
     });
 
-    it('gives the command only its configured environment plus PATH, in its cwd', async () => {
+    it("gives the command only its configured environment plus PATH, TRACEPARENT (and the Node helpers' run mark), in its cwd", async () => {
       const output: string = (await (await client()).get('tools', 'env')).body.data.output;
       const names = output
         .trim()
@@ -156,7 +156,12 @@ for (const { dialect, spawner } of runs) {
       expect(output).to.include('GREETING=hello\n');
       expect(output).to.match(/^PATH=/m);
       expect(output).to.include(`PWD=${work}`);
-      expect(names.filter((name) => !['GREETING', 'PATH', 'PWD', 'SHLVL', 'OLDPWD', '_'].includes(name!))).to.deep.equal([]);
+      expect(output).to.match(/^TRACEPARENT=00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/m);
+      // The Node helpers mark each run's processes (docs/toolkits.md); the native helper, a subreaper, needs no mark.
+      // ("auto" falls back to the Node helpers where the native one was not built.)
+      const native = spawner === 'auto' && existsSync(path.join(repoRoot, 'plugins/plugin-exec/native/build/tkgate-spawn-helper'));
+      const allowed = ['GREETING', 'PATH', 'TRACEPARENT', 'PWD', 'SHLVL', 'OLDPWD', '_', ...(native ? [] : ['TKGATE_EXEC_RUN'])];
+      expect(names.filter((name) => !allowed.includes(name!))).to.deep.equal([]);
     });
 
     it('never lets request data reach a shell: $(…), backticks and quotes stay data', async () => {

@@ -2,7 +2,7 @@ import { migrateToLatest, openDatabase } from '@tkgate/core';
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
 import { holdTableLock } from '../support/db-locks.js';
-import { addUsers, passwordOf } from '../support/fixtures.js';
+import { addUsers, passwordOf, sleep } from '../support/fixtures.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { authClient, loginToken, toolkitClient, type Reply } from '../support/http.js';
 import { eventually } from '../support/ops.js';
@@ -28,10 +28,18 @@ const toolkit = {
   ],
 };
 
-const expectUnavailable = (reply: Reply, what: string) => {
-  expect(reply.status, `${what}: ${JSON.stringify(reply.body)}`).to.equal(503);
-  expect(reply.body.error.code, what).to.equal('unavailable');
-  expect(Number(reply.headers.get('retry-after')), what).to.be.at.least(1);
+/** db.timeout through its variable: a gateway without the key (older versions) starts all the same and waits without bound. */
+const DB_TIMEOUT = { TKGATE_DB_TIMEOUT: '1s' };
+
+/** The reply, or undefined when none came within a deadline far past db.timeout (a request left hanging). */
+const answered = (request: Promise<Reply>) => Promise.race([request, sleep(20_000).then(() => undefined)]);
+
+const expectUnavailable = async (request: Promise<Reply>, what: string) => {
+  const reply = await answered(request);
+  expect(reply, `${what}: an answer`).not.to.equal(undefined);
+  expect(reply!.status, `${what}: ${JSON.stringify(reply!.body)}`).to.equal(503);
+  expect(reply!.body.error.code, what).to.equal('unavailable');
+  expect(Number(reply!.headers.get('retry-after')), what).to.be.at.least(1);
 };
 
 describe('a database that hangs (a private MariaDB paused with SIGSTOP), db.timeout 1s', function () {
@@ -51,10 +59,11 @@ describe('a database that hangs (a private MariaDB paused with SIGSTOP), db.time
     }
     gateway = await startGateway({
       config: {
-        db: { client: 'mysql', url: mariadb.url, timeout: '1s' },
+        db: { client: 'mysql', url: mariadb.url },
         sessions: { cache_ttl: '0s' },
         toolkits: { dir: toolkitDir({ 'db.yaml': toolkit }), watch: false },
       },
+      env: DB_TIMEOUT,
     });
   });
   after(async () => {
@@ -72,12 +81,12 @@ describe('a database that hangs (a private MariaDB paused with SIGSTOP), db.time
 
     mariadb!.pause();
     try {
-      expectUnavailable(await auth.status(token), 'status');
-      expectUnavailable(await client.get('db', 'me'), 'a query');
-      expectUnavailable(await client.get('db', 'since'), 'inject_db_context');
-      expectUnavailable(await client.post('db', 'add', { title: 'while paused' }), 'an insert');
-      expectUnavailable(await auth.login('hana', passwordOf('hana')), 'login');
-      expectUnavailable(await auth.logout(other), 'logout');
+      await expectUnavailable(auth.status(token), 'status');
+      await expectUnavailable(client.get('db', 'me'), 'a query');
+      await expectUnavailable(client.get('db', 'since'), 'inject_db_context');
+      await expectUnavailable(client.post('db', 'add', { title: 'while paused' }), 'an insert');
+      await expectUnavailable(auth.login('hana', passwordOf('hana')), 'login');
+      await expectUnavailable(auth.logout(other), 'logout');
       expect(gateway!.output()).not.to.include('"code":"internal_error"');
     } finally {
       mariadb!.resume();
@@ -90,15 +99,16 @@ describe('a database that hangs (a private MariaDB paused with SIGSTOP), db.time
     await gateway!.stop();
     gateway = await startGateway({
       config: {
-        db: { client: 'mysql', url: mariadb!.url, timeout: '1s' },
+        db: { client: 'mysql', url: mariadb!.url },
         sessions: { cache_ttl: '0s' },
         toolkits: { dir: toolkitDir({ 'db.yaml': toolkit }), watch: false },
       },
+      env: DB_TIMEOUT,
     });
     // The start's own connections are idle, but the pool keeps none (min 0): pause before any request.
     mariadb!.pause();
     try {
-      expectUnavailable(await authClient(gateway.base).login('hana', passwordOf('hana')), 'login on a cold pool');
+      await expectUnavailable(authClient(gateway.base).login('hana', passwordOf('hana')), 'login on a cold pool');
     } finally {
       mariadb!.resume();
     }
@@ -113,7 +123,8 @@ for (const dialect of dialects) {
     before(async () => {
       await createToolkitTables(s.bed.db);
       gateway = await startGateway({
-        config: { db: { ...s.bed.dbConfig, timeout: '1s' }, toolkits: { dir: toolkitDir({ 'db.yaml': toolkit }), watch: false } },
+        config: { db: s.bed.dbConfig, toolkits: { dir: toolkitDir({ 'db.yaml': toolkit }), watch: false } },
+        env: DB_TIMEOUT,
       });
     });
     after(async () => {
@@ -124,7 +135,7 @@ for (const dialect of dialects) {
       const client = toolkitClient(gateway!.base, await loginToken(gateway!.base, 'ivo', passwordOf('ivo')));
       const release = await holdTableLock(s.bed, 'items');
       try {
-        expectUnavailable(await client.post('db', 'add', { title: 'blocked' }), 'an insert');
+        await expectUnavailable(client.post('db', 'add', { title: 'blocked' }), 'an insert');
       } finally {
         await release();
       }

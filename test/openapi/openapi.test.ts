@@ -98,7 +98,7 @@ for (const dialect of dialects) {
     });
 
     it("lists only the endpoints the caller's power reaches, never a disabled toolkit's", async () => {
-      const auth = ['auth.login', 'auth.logout', 'auth.status', 'openapi', 'toolkitSchema'];
+      const auth = ['auth.apiKeys.create', 'auth.apiKeys.list', 'auth.apiKeys.revoke', 'auth.login', 'auth.logout', 'auth.status', 'openapi', 'toolkitSchema'];
       const open = [
         'tk.app.shop.files.export.get',
         'tk.app.shop.items.search.get',
@@ -110,7 +110,7 @@ for (const dialect of dialects) {
       expect(operationIds(await openapi('lou'))).to.deep.equal([...auth, ...open].sort());
       expect(operationIds(await openapi('mia'))).to.deep.equal([...auth, ...open, 'tk.app.shop.items.add.post'].sort());
       expect(operationIds(await openapi('ada'))).to.deep.equal(
-        [...auth, ...open, 'tk.app.shop.items.add.post', 'tk.app.shop.admin.purge.post', 'auth.clearSessions'].sort(),
+        [...auth, ...open, 'tk.app.shop.items.add.post', 'tk.app.shop.admin.purge.post', 'auth.clearSessions', 'admin.audit'].sort(),
       );
       expect((await openapi('lou')).tags.map((tag: { name: string }) => tag.name)).to.deep.equal(['auth', 'shop', 'tools']);
     });
@@ -190,7 +190,7 @@ for (const dialect of dialects) {
       expect(whole.code, whole.stderr).to.equal(0);
       const document = JSON.parse(whole.stdout);
       await expectValidOpenApi(document);
-      expect(operationIds(document)).to.include.members(['tk.app.shop.admin.purge.post', 'auth.clearSessions', 'tk.lib.tools.echo.get']);
+      expect(operationIds(document)).to.include.members(['tk.app.shop.admin.purge.post', 'auth.clearSessions', 'admin.audit', 'tk.lib.tools.echo.get']);
       expect(Object.keys(document.paths).some((route) => route.includes('attic'))).to.equal(false);
 
       expect(one.code, one.stderr).to.equal(0);

@@ -4,7 +4,7 @@ import { startGateway, type GatewayProcess } from '../support/gateway-process.js
 import { call } from '../support/http.js';
 import { eventually } from '../support/ops.js';
 import { startPrivateMariadb, type PrivateMariadb } from '../support/private-mariadb.js';
-import { refuseReadinessWrites, type RefusedReadinessWrites } from '../support/refused-writes.js';
+import { refuseWrites, type RefusedWrites } from '../support/refused-writes.js';
 import { withDatabase, withGateway } from '../support/suite.js';
 import { tempDir } from '../support/paths.js';
 
@@ -90,10 +90,10 @@ for (const dialect of dialects) {
   describe(`readiness of a database that refuses writes (${dialect.name})`, function () {
     this.timeout(60_000);
     const s = withDatabase(dialect, []);
-    let refused: RefusedReadinessWrites;
+    let refused: RefusedWrites;
     let gateway: GatewayProcess | undefined;
     before(async () => {
-      refused = await refuseReadinessWrites(s.bed);
+      refused = await refuseWrites(s.bed);
       gateway = await startGateway({ config: { db: refused.dbConfig } });
     });
     after(async () => {

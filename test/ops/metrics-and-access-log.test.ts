@@ -9,7 +9,7 @@ import { eventually, scrape, valueOf } from '../support/ops.js';
 import { withGateway } from '../support/suite.js';
 import { echoEndpoint, pluginsWithTestFunctions, toolkitDir, writeToolkit } from '../support/toolkit-files.js';
 
-const ACCESS_FIELDS = ['time', 'level', 'msg', 'method', 'path', 'route', 'status', 'duration_ms', 'bytes', 'request_id', 'client'];
+const ACCESS_FIELDS = ['time', 'level', 'msg', 'method', 'path', 'route', 'status', 'duration_ms', 'bytes', 'request_id', 'trace_id', 'client'];
 
 for (const dialect of dialects) {
   describe(`metrics and the access log (${dialect.name})`, () => {

@@ -50,7 +50,9 @@ for (const dialect of dialects) {
         expect(requestId, what).to.match(/^[0-9a-f-]{36}$/);
         expect(reply.body, what).to.include({ success: status === 200, request_id: requestId, endpoint: new URL(url).pathname });
         expect(reply.headers.get('access-control-allow-origin'), what).to.equal(corsOrigins[0]);
-        expect(reply.headers.get('access-control-expose-headers'), what).to.equal('X-Request-Id, Retry-After, Content-Disposition');
+        expect(reply.headers.get('access-control-expose-headers'), what).to.equal(
+          'X-Request-Id, Retry-After, Content-Disposition, RateLimit-Policy, RateLimit',
+        );
         expect(reply.headers.get('vary'), what).to.equal('Origin');
         expect(await accessLine(s.gateway, requestId), what).to.include({ method, path: new URL(url).pathname, route, status });
       }

@@ -100,5 +100,23 @@ for (const dialect of dialects) {
       for (const base of [a(), b()]) await eventually(`alice's sessions ended on ${base}`, async () => (await statusOn(base, second)) === 401);
       expect(Number((await s.bed.db('sessions').count({ n: '*' }).first())!.n)).to.equal(0);
     });
+
+    it('the audit trail holds the sign-ins (oidc_login) and the back-channel logouts, refused ones too, never a token', async () => {
+      const alice = Number((await s.bed.db('users').where({ username: 'alice' }).first('id')).id);
+      const rows = (await s.bed.db('audit_events').orderBy('id').select()) as Array<Record<string, any>>;
+      const logins = rows.filter((row) => row.action === 'oidc_login');
+      expect(logins.map((row) => [row.actor, Number(row.actor_user_id), Number(row.status), row.code, JSON.parse(row.details)])).to.deep.equal([
+        ['oidc', alice, 200, 'ok', { provider: 'corp' }],
+        ['oidc', alice, 200, 'ok', { provider: 'corp' }],
+      ]);
+      for (const row of logins) expect(row.credential).to.match(/^[0-9a-f]{8}$/);
+      const logouts = rows.filter((row) => row.action === 'backchannel_logout');
+      const ended = logouts.filter((row) => row.code === 'ok').map((row) => JSON.parse(row.details));
+      expect(ended).to.deep.include({ provider: 'corp', sessions_ended: 1 });
+      expect(logouts.filter((row) => Number(row.status) === 400 && row.code === 'invalid_request').length).to.be.at.least(refusals.length);
+      const table = JSON.stringify(rows);
+      for (const token of [first, second]) expect(table).not.to.include(token);
+      expect(table).not.to.include('eyJ');
+    });
   });
 }

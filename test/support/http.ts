@@ -57,3 +57,20 @@ export function toolkitClient(base: string, token: string | undefined, kind = 'a
     post: (toolkit: string, path: string, body?: unknown, options: CallOptions = {}) => call('POST', url(toolkit, path), { token, body, ...options }),
   };
 }
+
+/** The API key routes of one running gateway (SPEC section 12). */
+export function apiKeyClient(base: string) {
+  return {
+    create: (token: string, body: unknown) => call('POST', `${base}/auth/api-keys`, { token, body }),
+    list: (token: string, username?: string) =>
+      call('GET', `${base}/auth/api-keys${username === undefined ? '' : `?username=${encodeURIComponent(username)}`}`, { token }),
+    revoke: (token: string, id: string) => call('DELETE', `${base}/auth/api-keys/${encodeURIComponent(id)}`, { token }),
+  };
+}
+
+/** A new API key of the session's user (or, for an admin, of `username`): its text and id. */
+export async function apiKeyOf(base: string, token: string, body: Record<string, unknown> = { name: 'test' }): Promise<{ key: string; id: string }> {
+  const reply = await apiKeyClient(base).create(token, body);
+  if (reply.status !== 201) throw new Error(`api key not created: ${reply.status} ${JSON.stringify(reply.body)}`);
+  return { key: reply.body.data.key as string, id: reply.body.data.id as string };
+}

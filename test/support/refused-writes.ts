@@ -51,39 +51,68 @@ async function restrictedUser(bed: Testbed, prefix: string) {
 }
 
 /**
- * A database that answers reads but refuses the readiness probe's write (ops/database-probe.ts) when told,
- * as a full disk or a read-only server would. MariaDB: the gateway's user loses INSERT and UPDATE on
- * `tkgate_readiness` (a table grant, seen at its next statement); SQLite: triggers abort the write.
+ * A database that answers reads but refuses every write when told, as a full disk or a read-only server
+ * would: every table there is then (the readiness probe's tkgate_readiness among them, where migrations
+ * made it; older schemas without it are refused all the same). MariaDB: the gateway's user reads the
+ * whole database and loses INSERT, UPDATE and DELETE on each table (table grants, which running
+ * connections see at their next statement; a database grant only at their next USE); SQLite: triggers
+ * abort every write.
  */
-export interface RefusedReadinessWrites {
+export interface RefusedWrites {
   dbConfig: Record<string, unknown>;
   refuse(): Promise<void>;
   allow(): Promise<void>;
   drop(): Promise<void>;
 }
 
-export async function refuseReadinessWrites(bed: Testbed): Promise<RefusedReadinessWrites> {
+const WRITES = ['INSERT', 'UPDATE', 'DELETE'] as const;
+
+export async function refuseWrites(bed: Testbed): Promise<RefusedWrites> {
   if (bed.dbConfig.client === 'sqlite') {
+    const tables: string[] = (await bed.db.raw("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")).map(
+      (row: { name: string }) => row.name,
+    );
+    const triggers = tables.flatMap((table) => WRITES.map((event) => ({ table, event, name: `refuse_${event}_${table}` })));
     const refuse = async () => {
-      for (const event of ['INSERT', 'UPDATE'])
-        await bed.db.raw(
-          `CREATE TRIGGER refuse_readiness_${event} BEFORE ${event} ON tkgate_readiness BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`,
-        );
+      for (const { table, event, name } of triggers)
+        await bed.db.raw(`CREATE TRIGGER "${name}" BEFORE ${event} ON "${table}" BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`);
     };
     const allow = async () => {
-      for (const event of ['INSERT', 'UPDATE']) await bed.db.raw(`DROP TRIGGER IF EXISTS refuse_readiness_${event}`);
+      for (const { name } of triggers) await bed.db.raw(`DROP TRIGGER IF EXISTS "${name}"`);
     };
     // The triggers go with the suite's database file.
     return { dbConfig: bed.dbConfig, refuse, allow, drop: async () => undefined };
   }
   const { admin, database, user, dbConfig, drop } = await restrictedUser(bed, 'ro');
+  const [rows] = await admin.query('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?', [database]);
+  const tables = (rows as Array<{ name: string }>).map((row) => row.name);
   await admin.query(`GRANT SELECT ON \`${database}\`.* TO ?@?`, [user, '%']);
-  const allow = async () => {
-    await admin.query(`GRANT INSERT, UPDATE ON \`${database}\`.tkgate_readiness TO ?@?`, [user, '%']);
+  const onEach = async (statement: (table: string) => string) => {
+    for (const table of tables) await admin.query(statement(`\`${database}\`.\`${table}\``), [user, '%']);
   };
+  const allow = () => onEach((table) => `GRANT ${WRITES.join(', ')} ON ${table} TO ?@?`);
   await allow();
-  const refuse = async () => {
-    await admin.query(`REVOKE INSERT, UPDATE ON \`${database}\`.tkgate_readiness FROM ?@?`, [user, '%']);
-  };
+  const refuse = () => onEach((table) => `REVOKE ${WRITES.join(', ')} ON ${table} FROM ?@?`);
   return { dbConfig, refuse, allow, drop };
+}
+
+/**
+ * A database on which one gateway cannot count rate-limit calls (`tkgate_rate_limits`), for good.
+ * MariaDB: that gateway's user may read everything and write every other table (table grants), as after
+ * an operator's mistake; SQLite: triggers abort every write of the table.
+ */
+export async function refuseRateLimitCounts(bed: Testbed): Promise<{ dbConfig: Record<string, unknown>; drop(): Promise<void> }> {
+  if (bed.dbConfig.client === 'sqlite') {
+    for (const event of ['INSERT', 'UPDATE'])
+      await bed.db.raw(`CREATE TRIGGER refuse_rate_${event} BEFORE ${event} ON tkgate_rate_limits BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`);
+    return { dbConfig: bed.dbConfig, drop: async () => undefined };
+  }
+  const { admin, database, user, dbConfig, drop } = await restrictedUser(bed, 'norl');
+  await admin.query(`GRANT SELECT ON \`${database}\`.* TO ?@?`, [user, '%']);
+  const [tables] = (await admin.query(`SHOW TABLES FROM \`${database}\``)) as unknown as [Array<Record<string, string>>];
+  for (const row of tables) {
+    const table = Object.values(row)[0]!;
+    if (table !== 'tkgate_rate_limits') await admin.query(`GRANT INSERT, UPDATE, DELETE ON \`${database}\`.\`${table}\` TO ?@?`, [user, '%']);
+  }
+  return { dbConfig, drop };
 }

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 export interface RecordedRequest {
@@ -19,14 +20,15 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-export async function startUpstream(fileBytes = 8 * 1024 * 1024): Promise<Upstream> {
+/** With `tls` the upstream speaks HTTPS only (node's https server with those options: certificate, client certificates). */
+export async function startUpstream(fileBytes = 8 * 1024 * 1024, tls?: https.ServerOptions): Promise<Upstream> {
   const bytes = randomBytes(fileBytes);
   const upstream = {
     requests: [] as RecordedRequest[],
     file: { bytes, sha256: createHash('sha256').update(bytes).digest('hex') },
     abandoned: [] as string[],
   };
-  const server = http.createServer((req, res) => {
+  const handler: http.RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -36,12 +38,13 @@ export async function startUpstream(fileBytes = 8 * 1024 * 1024): Promise<Upstre
       });
       route(req.url!, res, bytes);
     });
-  });
+  };
+  const server = tls ? https.createServer(tls, handler) : http.createServer(handler);
   server.keepAliveTimeout = 1000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     ...upstream,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

@@ -1,9 +1,12 @@
 import Koa from 'koa';
+import { apiKeyRoutes } from './auth/api-key-routes.js';
+import { adminAuditRoutes } from './audit/admin-audit-route.js';
 import { authRoutes } from './auth/auth-routes.js';
 import { oidcRoutes } from './auth/oidc/oidc-routes.js';
 import type { AuthServices } from './auth/auth-services.js';
 import { notFound } from './errors.js';
 import type { GatewayMiddleware, GatewayState } from './http/context.js';
+import { directContextAccessors } from './http/context-accessors.js';
 import { cors } from './http/cors.js';
 import { errorEnvelope } from './http/error-envelope.js';
 import { assignRequestId } from './http/request-id.js';
@@ -15,12 +18,15 @@ import { healthRoutes, type ReadinessState } from './ops/health.js';
 import { requestLog } from './ops/request-log.js';
 import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-routes.js';
 import type { PluginMiddlewareSet } from './plugins/plugin-middleware.js';
+import type { Tracing } from './tracing/tracing.js';
 
 export type AppServices = AuthServices &
   PipelineServices & {
     readiness: ReadinessState;
     /** Middleware plugins put at named points (plugins/plugin-middleware.ts); none when absent. */
     pluginMiddleware?: PluginMiddlewareSet;
+    /** Each request's trace (tracing/tracing.ts). */
+    tracing: Tracing;
     /** Routes of other domains, added after the core's (OIDC, API keys, admin). */
     routes?: readonly RouteContribution[];
   };
@@ -42,9 +48,10 @@ export function createApp(services: AppServices): Koa<GatewayState> {
   const app = new Koa<GatewayState>();
   app.proxy = false;
   app.silent = true;
+  directContextAccessors(app.context);
   app.use(requestLog({ log, metrics: services.metrics, access: config.log.access, trustProxy: config.server.trust_proxy }));
   app.use(respondAtTurnEnd);
-  app.use(assignRequestId);
+  app.use(assignRequestId(services.tracing));
   const corsHeaders = cors(config.server.cors.origins);
   if (corsHeaders) app.use(corsHeaders);
   app.use(errorEnvelope(log));
@@ -53,7 +60,9 @@ export function createApp(services: AppServices): Koa<GatewayState> {
     healthRoutes(services.db, services.readiness, log),
     authRoutes(services),
     oidcRoutes(services),
+    apiKeyRoutes(services),
     openApiRoutes(services),
+    adminAuditRoutes(services),
     toolkitRoutes(services, at),
     ...(services.routes ?? []),
   ];

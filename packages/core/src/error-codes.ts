@@ -12,7 +12,11 @@ export interface ErrorCodeDeclaration {
 }
 
 export const CORE_ERROR_CODES = {
-  invalid_payload: { status: 400, meaning: 'The request body or query failed client_filter, or could not be read; `details` names each field and rule.' },
+  invalid_payload: {
+    status: 400,
+    meaning:
+      'The request body or query failed client_filter (or a query parameter of GET admin/audit is invalid), or could not be read; `details` names each field and rule.',
+  },
   invalid_password: { status: 400, meaning: 'A new password is empty or too long (CLI).' },
   invalid_power: { status: 400, meaning: 'A power level is not a whole number (CLI).' },
   invalid_return_to: { status: 400, meaning: "An OIDC login's return_to is not under one of the provider's allowed return_to prefixes." },
@@ -20,7 +24,11 @@ export const CORE_ERROR_CODES = {
   invalid_login_code: { status: 400, meaning: 'An OIDC login_code that is unknown, already exchanged or expired (60 s).' },
   unauthorized: { status: 401, meaning: 'No session token, or one that is unknown, expired or logged out.' },
   invalid_credentials: { status: 401, meaning: 'Wrong username or password, or a disabled user (the same answer for all three).' },
-  forbidden: { status: 403, meaning: "The caller's power is below what the endpoint or call needs." },
+  forbidden: {
+    status: 403,
+    meaning:
+      "The caller's power is below what the endpoint or call needs, an API key's scope does not include the toolkit, or an API key was sent where only a session may act.",
+  },
   password_login_disabled: { status: 403, meaning: 'auth.password_login is false: people sign in through an identity provider.' },
   not_found: { status: 404, meaning: 'No route at this path.' },
   toolkit_not_found: { status: 404, meaning: 'No enabled toolkit of this name and type.' },
@@ -28,17 +36,24 @@ export const CORE_ERROR_CODES = {
   provider_not_found: { status: 404, meaning: 'No OIDC provider of this name in auth.oidc.providers.' },
   user_not_found: { status: 404, meaning: 'No user of this name or id.' },
   group_not_found: { status: 404, meaning: 'No core group of this name (CLI).' },
+  key_not_found: { status: 404, meaning: "No API key of this id, or (for a caller below auth.admin_power) another user's key." },
   method_not_allowed: { status: 405, meaning: 'The endpoint does not accept this method; `Allow` lists those it does.' },
   user_exists: { status: 409, meaning: 'A user of this name already exists (CLI).' },
   group_exists: { status: 409, meaning: 'A core group of this name already exists (CLI).' },
+  too_many_keys: { status: 409, meaning: 'The user has auth.api_keys_per_user live (neither revoked nor expired) API keys already.' },
   request_timeout: { status: 408, meaning: 'The request body did not arrive within server.body_timeout; the connection is closed.' },
   payload_too_large: { status: 413, meaning: 'The body is larger than server.max_body_bytes.' },
-  rate_limited: { status: 429, meaning: 'Too many failed logins for this username and client address; `Retry-After` says when to try again.' },
+  rate_limited: {
+    status: 429,
+    meaning:
+      "Too many failed logins for this username and client address, or an endpoint's rate_limit is used up for this window (`RateLimit-Policy` names it); `Retry-After` says when to try again.",
+  },
   internal_error: { status: 500, meaning: 'Anything unexpected; the cause is logged with the request id, never shown.' },
   db_context_failed: { status: 500, meaning: 'inject_db_context could not read the database.' },
   unavailable: {
     status: 503,
-    meaning: 'The database refused, failed or did not answer within db.timeout; `Retry-After` says when to retry (logout and clear-sessions changed nothing).',
+    meaning:
+      'The database refused, failed or did not answer within db.timeout, the rate-limit store did not answer (rate_limits.on_store_failure: deny), or (audit.required) an audited call could not be recorded and was not run; `Retry-After` says when to retry (logout and clear-sessions changed nothing)',
   },
   busy: {
     status: 503,

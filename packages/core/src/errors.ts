@@ -1,5 +1,5 @@
 import { CORE_ERROR_CODES, ERROR_CODE_PATTERN, isErrorStatus, type CoreErrorCode } from './error-codes.js';
-import { headersProblem } from './http/header-rules.js';
+import { headersProblem } from './header-rules.js';
 
 /**
  * The one error family of tkgate. Anything thrown inside a request that is a GatewayError

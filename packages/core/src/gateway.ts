@@ -1,12 +1,17 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ApiKeyStore } from './api-keys/api-key-store.js';
+import { ApiKeyTable } from './api-keys/api-key-table.js';
 import { createApp } from './app.js';
+import { purgeAuditEvents } from './audit/audit-retention.js';
+import { AuditTrail } from './audit/audit-trail.js';
 import { LoginLimiter } from './auth/login-limiter.js';
 import { ConfigError, type ServerConfig } from './config/server-config.js';
 import { openDatabase, type Database } from './db/connect.js';
 import { describeDatabaseError } from './db/database-errors.js';
 import { migrateToLatest } from './db/migrate.js';
 import { openPreparedReads } from './db/prepared-reads.js';
+import { createListener } from './http/listener.js';
 import type { Logger } from './log.js';
 import { answerPrimaryScrapes } from './ops/cluster-metrics.js';
 import type { ReadinessState } from './ops/health.js';
@@ -14,6 +19,9 @@ import { createMetrics } from './ops/metrics.js';
 import { registrySource, serveMetrics } from './ops/metrics-server.js';
 import { importPlugins, registerPlugins } from './plugins/plugin-loader.js';
 import { migratePlugins } from './plugins/plugin-migrations.js';
+import { databaseCounters, sweepRateLimits } from './rate-limits/database-counters.js';
+import type { RateLimitCounters } from './rate-limits/rate-limit-counters.js';
+import { redisCounters } from './rate-limits/redis-counters.js';
 import { SessionCache, trustFor, trustUntilChanged } from './sessions/session-cache.js';
 import { SessionStore } from './sessions/session-store.js';
 import { SessionTable } from './sessions/session-table.js';
@@ -22,6 +30,7 @@ import { requireToolkitDirectory } from './toolkits/check-directory.js';
 import { describeProblem } from './toolkits/config-issues.js';
 import { ToolkitRegistry, type ReloadOutcome } from './toolkits/toolkit-registry.js';
 import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
+import { createTracing } from './tracing/tracing.js';
 import { UserDirectory } from './users/user-directory.js';
 
 export interface RunningGateway {
@@ -29,7 +38,7 @@ export interface RunningGateway {
   readonly port: number;
   readonly sessions: SessionStore;
   readonly toolkits: ToolkitRegistry;
-  /** Rescans the toolkit files as the watcher would (SIGHUP) and logs the result. */
+  /** SIGHUP: rescans the toolkit files as the watcher would and logs the result, and reloads the TLS certificate. */
   rescan(reason: string): Promise<ReloadOutcome>;
   /** /readyz turns 503, then (after server.shutdown_delay) stops accepting, lets in-flight requests finish, flushes session writes, closes the database. */
   stop(): Promise<void>;
@@ -111,6 +120,8 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
   log.info('starting', { version: options.version, config: config.file ?? 'none', database: describeDatabase(config.db) });
   requireToolkitDirectory(config.toolkits.dir);
   const metrics = await createMetrics(config.metrics.enabled);
+  const tracing = await createTracing(config.tracing, log, options.version);
+  cleanups.push(() => tracing.close());
   const readiness: ReadinessState = { toolkitsLoaded: false, draining: false };
   const db = openDatabase(config.db);
   cleanups.push(() => settleWithin(db.destroy(), DATABASE_CLOSE_MS, () => log.warn('the database did not close in time')));
@@ -159,16 +170,40 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     const sessions = new SessionStore(policy, table, new SessionCache(freshness), log);
     if (!options.worker) await database(announceSessions(db, config, log));
     cleanups.push(() => sessions.flush());
+    // API keys are checked as sessions are: one indexed read, trusted as long as a session read (SPEC section 12).
+    const apiKeys = new ApiKeyStore(new ApiKeyTable(db, reads), new SessionCache(freshness), policy.idleTimeoutMs / 10, log);
+    cleanups.push(() => apiKeys.flush());
     metrics.sessions(() => countLiveSessions(db));
 
     const limiter = new LoginLimiter(db, config.auth.login_max_failures, config.auth.login_window_ms);
-    const housekeeping = startHousekeeping(sessions, limiter, config, log);
+    const audit = new AuditTrail(db, { log, failed: () => metrics.auditWriteFailure() });
+    const rateLimitCounters = await openRateLimitCounters(config, db, log);
+    cleanups.push(() => rateLimitCounters.close());
+    const housekeeping = startHousekeeping(sessions, limiter, db, config, log);
     cleanups.push(() => clearInterval(housekeeping));
 
     const users = new UserDirectory(db, reads);
     const pluginMiddleware = plugins.middleware;
-    const app = createApp({ config, db, reads, sessions, users, limiter, registry: toolkits, log, metrics, readiness, pluginMiddleware });
-    const server = createServer(app.callback());
+    const app = createApp({
+      config,
+      db,
+      reads,
+      sessions,
+      apiKeys,
+      users,
+      limiter,
+      registry: toolkits,
+      log,
+      metrics,
+      readiness,
+      pluginMiddleware,
+      audit,
+      rateLimitCounters,
+      tracing,
+    });
+    const listener = await createListener(app.callback(), config.server.tls, log);
+    cleanups.push(() => listener.close());
+    const server = listener.server;
     await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));
     checkpoint();
@@ -182,7 +217,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
 
     const port = (server.address() as AddressInfo).port;
     const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
-    const url = `http://${host}:${port}${config.server.base_url}`;
+    const url = `${listener.scheme}://${host}:${port}${config.server.base_url}`;
     log.info(options.worker ? 'worker listening' : 'listening', {
       version: options.version,
       config: config.file ?? 'none',
@@ -199,6 +234,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
       sessions,
       toolkits,
       rescan: async (reason) => {
+        await listener.reloadCertificate(reason);
         const outcome = await toolkits.rescan(reason);
         toolkitLog.info('toolkits rescanned', { reason, toolkits: [...outcome.snapshot.keys()].sort(), problems: outcome.problems.length });
         return outcome;
@@ -256,22 +292,34 @@ export async function announceSessions(db: Database, config: ServerConfig, log: 
 }
 
 /**
- * Purges expired sessions and stale failed-login keys, as often as a tenth of the idle timeout (1 s to 1 min).
+ * Purges expired sessions, stale failed-login keys and ended rate-limit windows, as often as a tenth of the idle timeout (1 s to 1 min).
  * Every instance does; a run never overlaps the previous one here, and concurrent runs elsewhere delete
  * by primary key in one order, with the expiry checked again, so they cannot deadlock or delete a live session.
+ * Audit events past audit.retention go too, but only where the due purge is claimed: one instance at a time.
  */
-function startHousekeeping(sessions: SessionStore, limiter: LoginLimiter, config: ServerConfig, log: Logger): NodeJS.Timeout {
+function startHousekeeping(sessions: SessionStore, limiter: LoginLimiter, db: Database, config: ServerConfig, log: Logger): NodeJS.Timeout {
   const everyMs = Math.min(60_000, Math.max(1_000, config.sessions.idle_timeout_ms / 10));
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    Promise.all([sessions.purgeExpired().then((purged) => purged > 0 && log.debug('expired sessions purged', { purged })), limiter.sweep()])
+    Promise.all([
+      sessions.purgeExpired().then((purged) => purged > 0 && log.debug('expired sessions purged', { purged })),
+      limiter.sweep(),
+      purgeAuditEvents(db, config.audit.retention_ms).then((purged) => purged !== undefined && log.info('audit events purged', { purged })),
+      config.rate_limits.store === 'database' && sweepRateLimits(db),
+    ])
       .catch((err) => log.warn('housekeeping failed', describeDatabaseError(err)))
       .finally(() => (running = false));
   }, everyMs);
   timer.unref();
   return timer;
+}
+
+/** Where rate-limit budgets are counted: Redis is connected now (or retried in the background while down). */
+function openRateLimitCounters(config: ServerConfig, db: Database, log: Logger): Promise<RateLimitCounters> | RateLimitCounters {
+  if (config.rate_limits.store === 'redis') return redisCounters(config.rate_limits.redis_url, config.db.timeout_ms, log);
+  return databaseCounters(db, config.db);
 }
 
 /** Live sessions in the database (tkgate_sessions), counted when metrics are scraped. */

@@ -24,17 +24,22 @@ export type { ErrorCodeDeclaration, CoreErrorCode } from './error-codes.js';
 export { openDatabase } from './db/connect.js';
 export { whereExactly } from './db/exact-match.js';
 export type { Database } from './db/connect.js';
-export { migrateToLatest, migrateWithPlugins, migrationPlan, migrationStatus, type MigrationState, type PlannedMigration } from './db/migrate.js';
+export { migrateToLatest, type MigrationState, type PlannedMigration } from './db/migrate.js';
+export { migrateWithPlugins, migrationPlan, migrationStatus } from './plugins/plugin-migrations.js';
 export { startGateway, StartCancelled, describeDatabase } from './gateway.js';
 export type { RunningGateway, GatewayOptions } from './gateway.js';
 export { clusterSource, answerPrimaryScrapes } from './ops/cluster-metrics.js';
 export { serveMetrics } from './ops/metrics-server.js';
 export type { MetricsSource, MetricsListener } from './ops/metrics-server.js';
-export type { PluginMetrics } from './ops/metrics.js';
+export type { PluginMetrics } from './plugins/plugin-api.js';
 export { addUser, setPassword, setDisabled, setPower, setCoreGroup, listUsers, revokeSessions } from './admin/user-admin.js';
 export type { NewUser, UserListing } from './admin/user-admin.js';
 export { addGroup, associate, override } from './admin/group-admin.js';
 export { userIdOf } from './admin/lookups.js';
+export { createApiKey, revokeApiKey, listApiKeys } from './api-keys/api-key-admin.js';
+export type { CreatedApiKey, RevokedApiKey, ApiKeyListing } from './api-keys/api-key-admin.js';
+export { checkApiKeyRequest } from './api-keys/api-key-request.js';
+export type { ApiKeyAsked, ApiKeyRequest } from './api-keys/api-key-request.js';
 
 // The plugin API (docs/plugins.md): the same surface the built-in endpoint types use.
 // A plugin states its API range as a literal of its own (docs/plugins.md, "Compatibility"); the host's
@@ -61,12 +66,16 @@ export type {
   BodyWriter,
   MiddlewarePoint,
   PluginMiddleware,
+  TraceContext,
+  ChildSpan,
+  SpanOptions,
+  SpanAttributes,
 } from './plugins/plugin-api.js';
 export { MIDDLEWARE_POINTS } from './plugins/plugin-middleware.js';
 export type { ResponseDescription, JsonSchema } from './plugins/response-description.js';
-export { DatabaseSchema, unreadable, CORE_TABLES } from './toolkits/database-schema.js';
-export { NOT_CONVERTIBLE } from './toolkits/column-types.js';
-export type { ColumnType, ColumnKind } from './toolkits/column-types.js';
+export { DatabaseSchema, unreadable, CORE_TABLES } from './db/database-schema.js';
+export { NOT_CONVERTIBLE } from './db/column-types.js';
+export type { ColumnType, ColumnKind } from './db/column-types.js';
 export { jsonDepthExceeds } from './json/json-limits.js';
 export { jsonText, isJsonText } from './json/json-text.js';
 export type { JsonText, JsonTextProblem } from './json/json-text.js';
@@ -82,3 +91,5 @@ export { nearest } from './suggest.js';
 export { serve } from './cluster/serve.js';
 export type { Serving } from './cluster/serve.js';
 export { backupSqlite } from './db/backup.js';
+export { recordCliChange } from './audit/cli-changes.js';
+export { parseAuditFilters, queryAuditEvents, DEFAULT_LIMIT as AUDIT_DEFAULT_LIMIT, type AuditFilters, type AuditListing } from './audit/audit-query.js';

@@ -72,14 +72,23 @@ function membersOf(fields: LogFields | JsonMembers | undefined): string | undefi
 }
 
 export function createLogger(level: LogLevel = 'info', sink: LogSink = writeStdout): Logger {
-  // One ISO timestamp per millisecond: under load many lines share it (an access line per request).
+  // One ISO timestamp per millisecond: under load many lines share it (an access line per request). Its
+  // text up to the second is made once a second: Date's toISOString cost ~7k instructions, more than the
+  // rest of the access line, on every line of a gateway that answers less than one request per millisecond.
   let stampedAt = -1;
   let stamp = '';
+  let secondAt = -1;
+  let secondText = '';
   const now = (): string => {
     const ms = Date.now();
     if (ms !== stampedAt) {
       stampedAt = ms;
-      stamp = new Date(ms).toISOString();
+      const milli = ms % 1000;
+      if (ms - milli !== secondAt) {
+        secondAt = ms - milli;
+        secondText = new Date(secondAt).toISOString().slice(0, -4); // "2026-11-24T16:42:57."
+      }
+      stamp = `${secondText}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
     }
     return stamp;
   };

@@ -1,6 +1,6 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
-import { GatewayError, jsonDepthExceeds, type AdmissionGate, type ConfigIssue, type EndpointCall, type WarnEnvironment } from '@tkgate/core';
+import { GatewayError, jsonDepthExceeds, type AdmissionGate, type ChildSpan, type ConfigIssue, type EndpointCall, type WarnEnvironment } from '@tkgate/core';
 import type { ExecConfig } from './exec-config.js';
 import { MAX_ARGUMENT_BYTES, type ProcessOutcome, type ProcessSpec } from './run-process.js';
 
@@ -52,6 +52,14 @@ function argv(config: ExecConfig, contextArgument: string): [string, string[]] {
   return ['/bin/sh', ['-c', config.command, 'sh', contextArgument]];
 }
 
+/** TRACEPARENT and TRACESTATE (the conventional names for a process's environment), replacing any the configuration set. */
+function withTrace(env: Record<string, string>, span: ChildSpan): Record<string, string> {
+  env.TRACEPARENT = span.traceparent;
+  if (span.tracestate === undefined) delete env.TRACESTATE;
+  else env.TRACESTATE = span.tracestate;
+  return env;
+}
+
 /** stdout nested deeper is answered as text (docs/toolkits.md). */
 const MAX_JSON_DEPTH = 64;
 
@@ -85,16 +93,25 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
     const leaveGlobal = await services.globalGate.enter(call.signal);
     try {
       const [file, args] = argv(config, oversized ? '-' : context);
-      const outcome = await services.run({
-        file,
-        args,
-        cwd: config.cwd,
-        env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', ...config.env },
-        stdin: config.stdin ? context : undefined,
-        timeoutMs: config.timeout,
-        maxOutputBytes: config.max_output_bytes,
-        signal: call.signal,
-      });
+      // The command's run as a child span of the request; the command continues the trace through its environment.
+      const span = call.trace.startSpan(`exec ${path.basename(file)}`, { attributes: { 'process.executable.name': path.basename(file) } });
+      let outcome: ProcessOutcome | undefined;
+      try {
+        outcome = await services.run({
+          file,
+          args,
+          cwd: config.cwd,
+          env: withTrace({ PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', ...config.env }, span),
+          stdin: config.stdin ? context : undefined,
+          timeoutMs: config.timeout,
+          maxOutputBytes: config.max_output_bytes,
+          signal: call.signal,
+        });
+      } finally {
+        const exitCode = outcome === undefined ? undefined : outcome.ok ? 0 : outcome.exitCode;
+        if (exitCode !== undefined) span.setAttribute('process.exit.code', exitCode);
+        span.end(outcome?.ok ? undefined : (outcome?.reason ?? 'failed'));
+      }
       return toData(outcome, call);
     } finally {
       leaveGlobal();
@@ -107,6 +124,9 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
 function toData(outcome: ProcessOutcome, call: EndpointCall<ExecConfig>): unknown {
   if (outcome.stderr)
     call.log.warn('command stderr', { request_id: call.requestId, toolkit: call.endpoint.toolkit, endpoint: call.endpoint.path, stderr: outcome.stderr });
+  // The audit trail keeps how the command ended (details.exit_code): 0, its code, or none when it never exited itself.
+  if (outcome.ok) call.addAuditDetails({ exit_code: 0 });
+  else if (outcome.exitCode !== undefined) call.addAuditDetails({ exit_code: outcome.exitCode });
   if (!outcome.ok) {
     const details: Record<string, unknown> = {};
     if (outcome.exitCode !== undefined) details.exit_code = outcome.exitCode;

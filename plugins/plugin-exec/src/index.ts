@@ -21,7 +21,8 @@ const BUSY = 'too many commands are running; try again shortly';
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-exec',
-  apiVersion: '^1.1',
+  // 1.4: call.addAuditDetails and `audited` (a command run is recorded in the audit trail by default), call.trace.
+  apiVersion: '^1.4',
   async register(api) {
     api.declareErrors(ERROR_CODES);
     const parsed = await api.readOptions(execOptionsSchema);
@@ -41,6 +42,7 @@ const plugin: TkgatePlugin = {
       check: checkExecEndpoint,
       warn: warnExecEndpoint,
       execute: (call) => runExecEndpoint(call, services),
+      audited: true,
       describeResponse: (config) => ({
         data: { description: 'The command\'s stdout parsed as JSON, or {"output": "<text>"} when it is not JSON.' },
         errors: [

@@ -88,6 +88,47 @@ export async function killTree(pid: number, deadlineMs = 5000): Promise<void> {
   signal(pid, 'SIGKILL');
 }
 
+/** The pids of the running processes whose environment holds exactly `entry` ("NAME=value"); none without /proc. */
+function processesMarked(entry: string): number[] {
+  const needle = Buffer.from(`\0${entry}\0`);
+  const found: number[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return found;
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    let environ: Buffer;
+    try {
+      // Another user's environment is unreadable (EACCES): not ours to kill anyway. A zombie's reads empty.
+      environ = readFileSync(`/proc/${name}/environ`);
+    } catch {
+      continue;
+    }
+    if (environ.includes(needle) || environ.subarray(0, needle.length - 1).equals(needle.subarray(1))) found.push(Number(name));
+  }
+  return found;
+}
+
+/**
+ * Kills every process whose environment carries `entry`, until none runs (or `deadlineMs` passed): how the
+ * Node helpers, which cannot be subreapers, reach what a command daemonised out of its process group and
+ * session. The mark is inherited through fork and exec; only a process that clears its environment escapes
+ * (as with Jenkins' ProcessTreeKiller, which finds a build's processes by the same kind of cookie).
+ */
+export async function killMarkedAndWait(entry: string, deadlineMs = 5000): Promise<boolean> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const left = processesMarked(entry);
+    if (left.length === 0) return true;
+    if (Date.now() > until) return false;
+    for (const pid of left) signal(pid, 'SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /** Kills the group and resolves once none of it runs any more (or after `deadlineMs`, with false). */
 export async function killGroupAndWait(pgid: number, deadlineMs = 5000): Promise<boolean> {
   const until = Date.now() + deadlineMs;

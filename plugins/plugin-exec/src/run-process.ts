@@ -1,5 +1,9 @@
 import { spawn } from 'node:child_process';
-import { killGroup } from './process-groups.js';
+import { randomUUID } from 'node:crypto';
+import { killGroup, killMarkedAndWait } from './process-groups.js';
+
+/** The variable marking every process of one run (run-process.ts, docs/toolkits.md). */
+export const RUN_MARK_VARIABLE = 'TKGATE_EXEC_RUN';
 
 /** Linux's limit on one argument (MAX_ARG_STRLEN, 32 pages), including its terminating NUL. */
 export const MAX_ARGUMENT_BYTES = 131_072 - 1;
@@ -35,15 +39,18 @@ export type ProcessOutcome =
 /**
  * Runs one command in its own process group. On timeout, output over the limit, or the client leaving,
  * the whole group is killed; once the command exits, whatever it left running in its group is killed
- * too, so no request leaves processes behind.
+ * too, and so is whatever it daemonised out of its group and session (found by the run's mark in its
+ * environment, RUN_MARK_VARIABLE), so no request leaves processes behind. The outcome is told once they
+ * are all gone.
  */
 export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
   return new Promise((resolve) => {
     let child;
+    const mark = `${RUN_MARK_VARIABLE}=${randomUUID()}`;
     try {
       child = spawn(spec.file, spec.args, {
         cwd: spec.cwd,
-        env: spec.env,
+        env: { ...spec.env, [RUN_MARK_VARIABLE]: mark.slice(RUN_MARK_VARIABLE.length + 1) },
         detached: true,
         stdio: [spec.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       });
@@ -61,6 +68,12 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     if (pid) spec.onStart?.(pid);
     const killOwnGroup = () => {
       if (pid) killGroup(pid);
+    };
+    /** Once the command has exited: its group, then everything marked as the run's, daemons among them. */
+    let treeKilled: Promise<unknown> = Promise.resolve();
+    const killTree = () => {
+      killOwnGroup();
+      treeKilled = killMarkedAndWait(mark);
     };
     const stop = (why: 'timeout' | 'output_too_large' | 'aborted') => {
       stopped ??= why;
@@ -93,10 +106,11 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       child.stdin!.end(spec.stdin);
     }
     child.once('error', (err) => (spawnError = err));
-    child.once('exit', killOwnGroup);
-    child.once('close', (code, signal) => {
+    child.once('exit', killTree);
+    child.once('close', async (code, signal) => {
       clearTimeout(timer);
       spec.signal.removeEventListener('abort', onAbort);
+      await treeKilled;
       if (spawnError) resolve({ ok: false, reason: 'spawn_failed', stderr, cause: spawnError });
       else if (stopped) resolve({ ok: false, reason: stopped, stderr });
       else if (signal) resolve({ ok: false, reason: 'signal', signal, stderr });

@@ -16,7 +16,8 @@ export type SerializedOutcome =
   Awaited<ReturnType<typeof runProcess>> extends infer O ? (O extends { cause?: Error } ? Omit<O, 'cause'> & { cause?: string } : O) : never;
 
 const running = new Map<number, AbortController>();
-const reply = (message: HelperReply) => process.send?.(message);
+/** After the gateway went away there is nobody to tell (a send would throw). */
+const reply = (message: HelperReply) => process.connected && process.send?.(message);
 
 process.on('message', (message: HelperRequest) => {
   if (message.type === 'abort') {
@@ -36,7 +37,10 @@ process.on('message', (message: HelperRequest) => {
 reply({ type: 'hello', pid: process.pid });
 
 // The gateway went away (stop, crash): end every command still running, then this helper.
+// Their runs end once their trees are gone (daemons among them, run-process.ts), at most 5 s.
 process.on('disconnect', () => {
   for (const controller of running.values()) controller.abort();
-  setTimeout(() => process.exit(0), 100).unref();
+  const until = Date.now() + 5000;
+  const exitOnceDone = () => (running.size === 0 || Date.now() > until ? process.exit(0) : setTimeout(exitOnceDone, 20));
+  exitOnceDone();
 });

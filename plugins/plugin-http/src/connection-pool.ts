@@ -1,14 +1,16 @@
 import { ReadBuffers } from './read-buffers.js';
 import { UpstreamConnection, type ConnectionUser } from './upstream-connection.js';
+import type { UpstreamTls } from './upstream-tls.js';
 
 /**
- * Keep-alive connections to http:// upstreams, reused across passthrough downloads (a fresh TCP connection
+ * Keep-alive connections to http:// and https:// upstreams, reused across passthrough downloads (a fresh TCP connection
  * per download cost a connect, an accept and a close each time). Only connections whose last answer was
  * fully and correctly framed come back here (passthrough-reader.ts decides); an idle one is dropped when the
  * upstream sends anything or closes (any byte outside an exchange retires a connection, as nginx and undici
  * do), after IDLE_MS, or when its group already keeps MAX_IDLE_PER_ORIGIN. Connections are kept per origin
  * and connection group (upstream-transport.ts, `connectionGroup`): endpoints that send other credentials
- * never share one, so that an upstream's stray bytes can only ever reach calls made with the same ones.
+ * never share one, so that an upstream's stray bytes can only ever reach calls made with the same ones; the
+ * group includes the endpoint's TLS material (upstream.tls), so neither do endpoints with other certificates.
  */
 const MAX_IDLE_PER_ORIGIN = 64;
 /** Below the 5 s keep-alive timeout of node's HTTP server, so that mostly we, not the upstream, close first. */
@@ -28,7 +30,7 @@ export class ConnectionPool {
   private readonly bodyBuffers = new ReadBuffers();
 
   /** An idle connection of the group to the URL's origin if there is one, else a new one. */
-  acquire(url: URL, group: string): UpstreamConnection {
+  acquire(url: URL, group: string, tls: UpstreamTls | undefined): UpstreamConnection {
     const list = this.idle.get(keyOf(url, group));
     for (let connection = list?.pop(); connection; connection = list?.pop()) {
       // One the upstream has half-closed, whose end this process has not handled yet, is never written to.
@@ -39,12 +41,12 @@ export class ConnectionPool {
       connection.socket.ref();
       return connection;
     }
-    return this.connect(url);
+    return this.connect(url, tls);
   }
 
-  /** A new connection, reading into this pool's shared body buffers. */
-  connect(url: URL): UpstreamConnection {
-    return new UpstreamConnection(url, this.bodyBuffers);
+  /** A new connection, reading into this pool's shared body buffers (TLS for an https:// URL). */
+  connect(url: URL, tls?: UpstreamTls): UpstreamConnection {
+    return new UpstreamConnection(url, this.bodyBuffers, tls);
   }
 
   /** Keeps a connection whose exchange ended cleanly (its buffers free), or closes it if there is no room. */

@@ -4,7 +4,17 @@ import type { Readable } from 'node:stream';
 import got from 'got';
 import { libraryFailure } from './library-errors.js';
 import { UpstreamFailure, withUpstreamStatus } from './upstream-failure.js';
-import { exactLength, firstBytes, perGroup, readWhole, type UpstreamResponse, type UpstreamRequest, type UpstreamTransport } from './upstream-transport.js';
+import { tlsConnectOptions } from './upstream-tls.js';
+import {
+  exactLength,
+  firstBytes,
+  perGroup,
+  readWhole,
+  refusedFraming,
+  type UpstreamResponse,
+  type UpstreamRequest,
+  type UpstreamTransport,
+} from './upstream-transport.js';
 
 /**
  * Calls `onSilence` when the upstream sends nothing for `ms` while the gateway wants to read. got's socket
@@ -22,7 +32,10 @@ function timeSilence(response: http.IncomingMessage, stream: Readable, ms: numbe
  * no redirects followed, no caching, and HTTP errors returned rather than thrown.
  */
 export function gotTransport(): UpstreamTransport {
-  const agents = perGroup(() => ({ http: new http.Agent({ keepAlive: true, maxSockets: 256 }), https: new https.Agent({ keepAlive: true, maxSockets: 256 }) }));
+  const agents = perGroup((tls) => ({
+    http: new http.Agent({ keepAlive: true, maxSockets: 256 }),
+    https: new https.Agent({ keepAlive: true, maxSockets: 256, ...tlsConnectOptions(tls) }),
+  }));
   const client = got.extend({
     retry: { limit: 0 },
     decompress: false,
@@ -34,7 +47,7 @@ export function gotTransport(): UpstreamTransport {
   const post = (request: UpstreamRequest): Promise<UpstreamResponse> =>
     new Promise((resolve, reject) => {
       const stream = client.stream.post(request.url, {
-        agent: agents.of(request.connectionGroup),
+        agent: agents.of(request),
         headers: request.headers,
         body: request.body,
         // Streamed: the wait for the head; each silence after it is timed by timeSilence, not by got's socket timeout.
@@ -45,11 +58,24 @@ export function gotTransport(): UpstreamTransport {
       // error after the first); the caller learns of errors through this promise or by reading the body,
       // so an unheard one must never become an unhandled 'error' event that ends the process.
       stream.on('error', () => undefined);
+      // An unasked 101 Switching Protocols reaches node:http's 'upgrade', which got does not hear: without
+      // this the call would wait past its own timeout, unanswered.
+      stream.once('request', (clientRequest: http.ClientRequest) =>
+        clientRequest.once('upgrade', (_response, socket) => {
+          socket.destroy();
+          stream.destroy(new UpstreamFailure('invalid_response', 'the upstream switched protocols (101) unasked'));
+        }),
+      );
       const fail = (err: unknown) => reject(libraryFailure(err));
       stream.once('error', fail);
       stream.once('response', (response: http.IncomingMessage) => {
         stream.off('error', fail);
         const status = response.statusCode ?? 0;
+        const refused = refusedFraming(response.headers);
+        if (refused) {
+          stream.destroy();
+          return reject(refused);
+        }
         const answer = { status, headers: response.headers, contentLength: exactLength(response.headers), body: stream, discard: () => stream.destroy() };
         if (!request.streamed) return resolve(answer);
         timeSilence(response, stream, request.timeoutMs, () => stream.destroy(new UpstreamFailure('timeout', `no data for ${request.timeoutMs} ms`)));

@@ -1,4 +1,5 @@
 import { durationMs, z } from '@tkgate/core';
+import { upstreamTlsSchema } from './upstream-tls.js';
 
 const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name');
 const headerValue = z.string().regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must be a header value without line breaks');
@@ -36,6 +37,7 @@ export const httpConfigSchema = z.strictObject({
         .min(1)
         .default(DEFAULT_MAX_RESPONSE_BYTES)
         .describe('JSON mode: the largest upstream body accepted (default 1 MiB); larger is 502.'),
+      tls: upstreamTlsSchema.optional(),
     })
     .describe('Where and how to call the upstream.'),
   max_concurrency: z

@@ -6,6 +6,9 @@ import { UpstreamFailure, type FailureReason } from './upstream-failure.js';
  */
 export function libraryFailure(err: unknown): UpstreamFailure {
   if (err instanceof UpstreamFailure) return err;
+  // got wraps an error its stream was destroyed with (got-transport.ts's own failures) in a RequestError.
+  const { cause } = err as { cause?: unknown };
+  if (cause instanceof UpstreamFailure) return cause;
   const { message } = err as { message?: string };
   return new UpstreamFailure(reasonOf(err), message ?? String(err), { cause: err });
 }

@@ -8,7 +8,7 @@ import type { UpstreamConnection } from './upstream-connection.js';
 import type { UpstreamRequest, UpstreamResponse } from './upstream-transport.js';
 
 /**
- * Passthrough downloads from http:// upstreams with flat memory and few copies. The connection
+ * Passthrough downloads from http:// and https:// upstreams with flat memory and few copies. The connection
  * (upstream-connection.ts) reads into two buffers of its own; each body slice is written to the client
  * straight from them, and a buffer is read into again only once its write has flushed. Connections come
  * from a keep-alive pool and go back to it only after an answer that was framed by length or chunks, read
@@ -23,7 +23,7 @@ const MAX_HEAD_BYTES = 64 * 1024;
  */
 export function passthroughRequest(request: UpstreamRequest, pool: ConnectionPool): Promise<UpstreamResponse> {
   const url = new URL(request.url);
-  return exchange(request, url, pool, pool.acquire(url, request.connectionGroup));
+  return exchange(request, url, pool, pool.acquire(url, request.connectionGroup, request.tls));
 }
 
 function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, connection: UpstreamConnection): Promise<UpstreamResponse> {

@@ -1,6 +1,8 @@
-import { GatewayError, jsonText, StreamedResponse, type EndpointCall, type JsonText } from '@tkgate/core';
+import { GatewayError, jsonText, StreamedResponse, type ChildSpan, type EndpointCall, type JsonText } from '@tkgate/core';
+import { UpstreamSpan, upstreamTarget, type SpanTarget } from './upstream-span.js';
 import type { HttpConfig } from './http-config.js';
 import { UpstreamFailure, type FailureReason } from './upstream-failure.js';
+import { tlsOf, type UpstreamTls } from './upstream-tls.js';
 import type { UpstreamAnswer, UpstreamRequest, UpstreamResponse, UpstreamTransport } from './upstream-transport.js';
 
 /** Upstream response headers a passthrough answer carries (SPEC: type and disposition; the length apart). */
@@ -32,16 +34,22 @@ export interface Upstreams {
 /** What every call of an endpoint sends the same way, made once per endpoint version (its config object). */
 interface Fixed {
   headers: Record<string, string>;
-  /** The configured headers (the endpoint's credentials), as the key of the connections its calls may share. */
+  /** The configured headers and TLS material (the endpoint's credentials), as the key of the connections its calls may share. */
   connectionGroup: string;
+  /** The upstream as the attributes of the call's span. */
+  target: SpanTarget;
+  tls: UpstreamTls | undefined;
 }
 const fixedParts = new WeakMap<HttpConfig['upstream'], Fixed>();
 function fixedOf(upstream: HttpConfig['upstream']): Fixed {
   let fixed = fixedParts.get(upstream);
   if (!fixed) {
+    const tls = tlsOf(upstream);
     fixed = {
+      tls,
       headers: { ...upstream.headers, 'content-type': 'application/json', accept: upstream.passthrough ? '*/*' : 'application/json', 'user-agent': 'tkgate' },
-      connectionGroup: JSON.stringify(Object.entries(upstream.headers).sort(([a], [b]) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1))),
+      target: upstreamTarget(upstream.url),
+      connectionGroup: JSON.stringify([tls?.id ?? '', ...Object.entries(upstream.headers).sort(([a], [b]) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1))]),
     };
     fixedParts.set(upstream, fixed);
   }
@@ -60,14 +68,21 @@ class ProxiedRequest implements UpstreamRequest {
   readonly timeoutMs: number;
   readonly streamed: boolean;
   readonly connectionGroup: string;
+  readonly tls: UpstreamTls | undefined;
   readonly idempotent: boolean;
 
-  constructor(private readonly call: EndpointCall<HttpConfig>) {
+  constructor(
+    private readonly call: EndpointCall<HttpConfig>,
+    span: ChildSpan,
+  ) {
     const { upstream } = call.config;
     const fixed = fixedOf(upstream);
     this.url = upstream.url;
-    this.headers = { ...fixed.headers, 'x-request-id': call.requestId };
+    // The trace context is the gateway's own (the upstream call's span), whatever the client sent: every transport sends these headers.
+    this.headers = { ...fixed.headers, 'x-request-id': call.requestId, traceparent: span.traceparent };
+    if (span.tracestate !== undefined) this.headers.tracestate = span.tracestate;
     this.connectionGroup = fixed.connectionGroup;
+    this.tls = fixed.tls;
     this.idempotent = upstream.idempotent;
     this.body = JSON.stringify(call.context);
     this.timeoutMs = upstream.timeout;
@@ -105,25 +120,33 @@ export type Release = () => void;
  * nothing of the client's credentials (no Authorization, no Cookie: the client's headers are not forwarded).
  * `release` is called once the upstream exchange is over: at once for JSON, when the stream ends for passthrough.
  */
-export async function proxy(upstreams: Upstreams, call: EndpointCall<HttpConfig>, release: Release): Promise<unknown> {
+export async function proxy(upstreams: Upstreams, call: EndpointCall<HttpConfig>, releaseGate: Release): Promise<unknown> {
   const { upstream } = call.config;
-  const request = new ProxiedRequest(call);
+  const span = new UpstreamSpan(call.trace, fixedOf(upstream).target);
+  const request = new ProxiedRequest(call, span.child);
+  const release = () => {
+    span.end();
+    releaseGate();
+  };
   let streaming = false;
   try {
-    if (!upstream.passthrough) return checkedJson(await fetchWhole(upstreams.json, request, upstream.max_response_bytes));
+    if (!upstream.passthrough) return checkedJson(await fetchWhole(upstreams.json, request, upstream.max_response_bytes, span));
     let response: UpstreamResponse;
     try {
       const transport = upstreams.passthrough;
       response = await (request.idempotent ? onceMore(() => transport.post(request)) : transport.post(request));
     } catch (err) {
-      throw failed(err);
+      throw span.failed(failed(err));
     }
+    span.answered(response.status);
     if (response.status < 200 || response.status > 299) {
       response.discard();
-      throw upstreamError('status', new Error(`upstream answered ${response.status}`), response.status);
+      throw span.failed(upstreamError('status', new Error(`upstream answered ${response.status}`), response.status));
     }
     streaming = true;
     return passthrough(response, release);
+  } catch (err) {
+    throw span.failed(err);
   } finally {
     if (!streaming) release();
   }
@@ -153,13 +176,14 @@ function passthrough(response: UpstreamResponse, release: Release): StreamedResp
 }
 
 /** The upstream's whole 2xx answer, or the 502 that says why there is none. */
-async function fetchWhole(transport: UpstreamTransport, request: ProxiedRequest, maxBytes: number): Promise<UpstreamAnswer> {
+async function fetchWhole(transport: UpstreamTransport, request: ProxiedRequest, maxBytes: number, span: UpstreamSpan): Promise<UpstreamAnswer> {
   let answer: UpstreamAnswer;
   try {
     answer = await (request.idempotent ? onceMore(() => transport.fetchWhole(request, maxBytes)) : transport.fetchWhole(request, maxBytes));
   } catch (err) {
     throw failed(err);
   }
+  span.answered(answer.status);
   if (answer.status < 200 || answer.status > 299) throw upstreamError('status', new Error(`upstream answered ${answer.status}`), answer.status);
   return answer;
 }

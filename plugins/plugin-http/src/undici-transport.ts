@@ -1,7 +1,8 @@
 import { Agent } from 'undici';
 import { libraryFailure } from './library-errors.js';
 import { withUpstreamStatus } from './upstream-failure.js';
-import { bodyTooLarge, exactLength, firstBytes, perGroup, type UpstreamTransport } from './upstream-transport.js';
+import { tlsConnectOptions } from './upstream-tls.js';
+import { bodyTooLarge, exactLength, firstBytes, perGroup, refusedFraming, type UpstreamTransport } from './upstream-transport.js';
 
 /** Origin and path of an upstream URL, parsed once per URL (URLs come from the configuration: few). */
 function originAndPath(cache: Map<string, { origin: string; path: string }>, url: string): { origin: string; path: string } {
@@ -24,14 +25,14 @@ function originAndPath(cache: Map<string, { origin: string; path: string }>, url
  * AbortSignal (docs/performance.md).
  */
 export function undiciTransport(): UpstreamTransport {
-  const agents = perGroup(() => new Agent({ keepAliveTimeout: 10_000, connections: 256, pipelining: 1 }));
+  const agents = perGroup((tls) => new Agent({ keepAliveTimeout: 10_000, connections: 256, pipelining: 1, connect: tlsConnectOptions(tls) }));
   const urls = new Map<string, { origin: string; path: string }>();
   return {
     async post(request) {
       const { origin, path } = originAndPath(urls, request.url);
       let response;
       try {
-        response = await agents.of(request.connectionGroup).request({
+        response = await agents.of(request).request({
           origin,
           path,
           method: 'POST',
@@ -47,6 +48,11 @@ export function undiciTransport(): UpstreamTransport {
       const body = response.body;
       // The reader (iterator or Koa's pipe) hears body errors; an unheard one must not end the process.
       body.on('error', () => undefined);
+      const refused = refusedFraming(response.headers);
+      if (refused) {
+        body.destroy();
+        throw refused;
+      }
       if (request.streamed) {
         try {
           await firstBytes(body);
@@ -80,7 +86,7 @@ export function undiciTransport(): UpstreamTransport {
           if (abort) abort(gone);
           else goneBeforeConnect = gone;
         });
-        agents.of(request.connectionGroup).dispatch(
+        agents.of(request).dispatch(
           { origin, path, method: 'POST', headers: request.headers, body: request.body, headersTimeout: request.timeoutMs, bodyTimeout: request.timeoutMs },
           {
             onConnect(abortExchange: (reason: Error) => void) {

@@ -1,6 +1,7 @@
 import { Writable, type Readable } from 'node:stream';
 import type { BodyWriter } from '@tkgate/core';
 import { CONTENT_LENGTH } from './response-head.js';
+import type { UpstreamTls } from './upstream-tls.js';
 import { UpstreamFailure, withUpstreamStatus } from './upstream-failure.js';
 
 /** One upstream call: what the http endpoint type needs of an HTTP client, and no more. */
@@ -16,6 +17,8 @@ export interface UpstreamRequest {
    * An upstream that sends bytes after an answer can then only ever reach a call made with the same ones.
    */
   connectionGroup: string;
+  /** The endpoint's upstream.tls (CA, client certificate, SNI name), for https:// URLs; its id is part of connectionGroup. */
+  tls?: UpstreamTls | undefined;
   /** Aborted when the client goes away; made on first read, so read it only where nothing cheaper works. */
   readonly signal: AbortSignal;
   /** Runs the listener once if the client goes away; returns the function that stops listening. */
@@ -64,6 +67,18 @@ export const bodyTooLarge = (message: string) => new UpstreamFailure('too_large'
 export function exactLength(headers: UpstreamResponse['headers']): number | undefined {
   const length = headers['content-length'];
   return typeof length === 'string' && CONTENT_LENGTH.test(length) && headers['transfer-encoding'] === undefined ? Number(length) : undefined;
+}
+
+/**
+ * A library's answer refused as the reader refuses it (RFC 9112 6.3): a transfer coding other than plain
+ * `chunked` (got and undici decode `gzip, chunked` as chunked and pass gzip bytes on as if they were the
+ * body). The failure to throw; undefined when the framing is fine.
+ */
+export function refusedFraming(headers: UpstreamResponse['headers']): UpstreamFailure | undefined {
+  const coding = headers['transfer-encoding'];
+  if (coding === undefined || (typeof coding === 'string' && coding.trim().toLowerCase() === 'chunked')) return undefined;
+  // No upstream_status, as from the reader: an answer whose head is refused is no answer.
+  return new UpstreamFailure('invalid_response', `Transfer-Encoding ${JSON.stringify(coding)} is not plain chunked`);
 }
 
 /**
@@ -128,15 +143,18 @@ export async function readWhole(response: UpstreamResponse, maxBytes: number, cl
   return { status: response.status, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
 }
 
-/** A transport's keep-alive agents: one per connection group (UpstreamRequest), made on first use. */
-export function perGroup<T>(make: () => T): { of(group: string): T; all(): Iterable<T> } {
+/**
+ * A transport's keep-alive agents: one per connection group (UpstreamRequest), made on first use with the
+ * group's TLS material (the group includes its id, so one agent never serves two sets of credentials).
+ */
+export function perGroup<T>(make: (tls: UpstreamTls | undefined) => T): { of(request: UpstreamRequest): T; all(): Iterable<T> } {
   const agents = new Map<string, T>();
   return {
-    of(group) {
-      let agent = agents.get(group);
+    of(request) {
+      let agent = agents.get(request.connectionGroup);
       if (!agent) {
-        agent = make();
-        agents.set(group, agent);
+        agent = make(request.tls);
+        agents.set(request.connectionGroup, agent);
       }
       return agent;
     },

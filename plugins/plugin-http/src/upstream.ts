@@ -12,3 +12,4 @@ export { UpstreamFailure, type FailureReason } from './upstream-failure.js';
 export { gotTransport } from './got-transport.js';
 export { undiciTransport } from './undici-transport.js';
 export { readerTransport } from './reader-transport.js';
+export type { UpstreamTls } from './upstream-tls.js';

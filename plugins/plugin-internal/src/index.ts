@@ -1,4 +1,4 @@
-import { GatewayError, type DatabaseSchema, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { GatewayError, type Database, type DatabaseSchema, type EndpointCall, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { checkInternalEndpoint } from './check-queries.js';
 import { describeInternalResponse } from './describe-response.js';
 import { internalConfigSchema, type InternalConfig } from './internal-config.js';
@@ -11,8 +11,9 @@ const checkedAgainst = new WeakMap<InternalConfig, DatabaseSchema>();
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-internal',
-  apiVersion: '^1.1',
+  apiVersion: '^1.4',
   register(api) {
+    const systemName = databaseSystem(api.db);
     const internal: EndpointType<InternalConfig> = {
       type: 'internal',
       configSchema: internalConfigSchema,
@@ -22,36 +23,57 @@ const plugin: TkgatePlugin = {
       },
       describeResponse: describeInternalResponse,
       async execute(call) {
-        if (call.config.handler !== undefined) {
-          const fn = api.getFunction(call.config.handler)!;
-          try {
-            // `signal` passed on read, not copied: the gateway makes it only when someone reads it.
-            return await fn({
-              context: call.context,
-              requestId: call.requestId,
-              get signal() {
-                return call.signal;
-              },
-              db: call.db,
-              log: call.log,
-            });
-          } catch (err) {
-            if (err instanceof GatewayError) throw err;
-            throw new GatewayError(500, 'internal_error', 'internal error', { cause: err });
-          }
+        // The endpoint's execution as a child span of the request: queries name the database system.
+        const span = call.trace.startSpan('internal', {
+          attributes: call.config.handler !== undefined ? { 'tkgate.function': call.config.handler } : { 'db.system.name': systemName },
+        });
+        try {
+          const result = await run(call);
+          span.end();
+          return result;
+        } catch (err) {
+          span.end(err);
+          throw err;
         }
-        let queries = prepared.get(call.config);
-        if (!queries) {
-          const schema = checkedAgainst.get(call.config);
-          if (!schema)
-            throw new GatewayError(500, 'internal_error', 'internal error', { cause: new Error('an internal endpoint ran without its load-time check') });
-          prepared.set(call.config, (queries = prepareQueries(call.config.pseudo_querys!, api.db, api.prepareRead, schema)));
-        }
-        return runQueries(call.db, queries, call.context);
       },
+    };
+    const run = async (call: EndpointCall<InternalConfig>): Promise<unknown> => {
+      if (call.config.handler !== undefined) {
+        const fn = api.getFunction(call.config.handler)!;
+        try {
+          // `signal` passed on read, not copied: the gateway makes it only when someone reads it.
+          return await fn({
+            context: call.context,
+            requestId: call.requestId,
+            get signal() {
+              return call.signal;
+            },
+            db: call.db,
+            log: call.log,
+            trace: call.trace,
+          });
+        } catch (err) {
+          if (err instanceof GatewayError) throw err;
+          throw new GatewayError(500, 'internal_error', 'internal error', { cause: err });
+        }
+      }
+      let queries = prepared.get(call.config);
+      if (!queries) {
+        const schema = checkedAgainst.get(call.config);
+        if (!schema)
+          throw new GatewayError(500, 'internal_error', 'internal error', { cause: new Error('an internal endpoint ran without its load-time check') });
+        prepared.set(call.config, (queries = prepareQueries(call.config.pseudo_querys!, api.db, api.prepareRead, schema)));
+      }
+      return runQueries(call.db, queries, call.context);
     };
     api.registerEndpointType(internal);
   },
 };
+
+/** `db.system.name` of the semantic conventions for the gateway's database (knex's client: better-sqlite3 or mysql2). */
+function databaseSystem(db: Database): string {
+  const client = String((db.client as { config?: { client?: unknown } }).config?.client ?? '');
+  return client.includes('sqlite') ? 'sqlite' : client.includes('mysql') ? 'mysql' : client;
+}
 
 export default plugin;

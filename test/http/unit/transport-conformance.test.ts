@@ -33,6 +33,8 @@ const answers: Record<string, string> = {
   '/chunked': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n',
   '/both': 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
   '/bad-chunk': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n',
+  '/switch': 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+  '/gzip-chunked': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
   '/cut-post': 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}',
 };
 /** Larger than the loopback sockets' buffers hold: a reader that stops reading makes the transport stop too. */
@@ -154,6 +156,11 @@ describe('upstream transports: one conformance suite', () => {
         expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/bad-chunk`), 1000))).to.equal('invalid_response');
         // Streamed: the answer is handed on only once its first body bytes are read, so a malformed first chunk fails the call.
         expect(await reasonOf(transport.post(requestTo(`${base}/bad-chunk`, { streamed: true })))).to.equal('invalid_response');
+        // An unasked 101 at once, in both modes (got waited past its own timeout).
+        expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/switch`, { timeoutMs: 5000 }), 1000))).to.equal('invalid_response');
+        expect(await reasonOf(transport.post(requestTo(`${base}/switch`, { timeoutMs: 5000, streamed: true })))).to.equal('invalid_response');
+        // A transfer coding other than plain chunked: the libraries decode it as chunked and would pass gzip bytes on.
+        expect(await reasonOf(transport.post(requestTo(`${base}/gzip-chunked`, { streamed: true })))).to.equal('invalid_response');
         const controller = new AbortController();
         setTimeout(() => controller.abort(), 100);
         expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/slow`, { controller }), 1000))).to.equal('aborted');

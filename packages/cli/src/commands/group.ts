@@ -1,4 +1,4 @@
-import { addGroup, associate, override } from '@tkgate/core';
+import { addGroup, associate, override, recordCliChange } from '@tkgate/core';
 import type { Command } from './command.js';
 import { withDatabase } from './context.js';
 
@@ -9,7 +9,11 @@ export const groupAdd: Command = {
   options: {},
   operands: { min: 1, max: 1 },
   async run({ values, operands: [name] }) {
-    const id = await withDatabase(values, (db) => addGroup(db, name!));
+    const id = await withDatabase(values, async (db) => {
+      const id = await addGroup(db, name!);
+      await recordCliChange(db, 'group_add', { group: name, group_id: id });
+      return id;
+    });
     process.stdout.write(`core group ${name} added (id ${id})\n`);
   },
 };
@@ -21,7 +25,10 @@ export const groupAssoc: Command = {
   options: {},
   operands: { min: 3, max: 3 },
   async run({ values, operands: [toolkit, coreGroup, toolkitGroup] }) {
-    await withDatabase(values, (db) => associate(db, toolkit!, coreGroup!, toolkitGroup!));
+    await withDatabase(values, async (db) => {
+      await associate(db, toolkit!, coreGroup!, toolkitGroup!);
+      await recordCliChange(db, 'group_assoc', { toolkit, core_group: coreGroup, toolkit_group: toolkitGroup });
+    });
     process.stdout.write(`${coreGroup} is ${toolkitGroup} in ${toolkit}\n`);
   },
 };
@@ -33,7 +40,10 @@ export const groupOverride: Command = {
   options: {},
   operands: { min: 3, max: 3 },
   async run({ values, operands: [toolkit, username, toolkitGroup] }) {
-    await withDatabase(values, (db) => override(db, toolkit!, username!, toolkitGroup!));
+    await withDatabase(values, async (db) => {
+      await override(db, toolkit!, username!, toolkitGroup!);
+      await recordCliChange(db, 'group_override', { toolkit, username, toolkit_group: toolkitGroup });
+    });
     process.stdout.write(`${username} is ${toolkitGroup} in ${toolkit}\n`);
   },
 };

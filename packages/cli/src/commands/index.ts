@@ -1,3 +1,5 @@
+import { apikeyCreate, apikeyList, apikeyRevoke } from './apikey.js';
+import { audit } from './audit.js';
 import { backup } from './backup.js';
 import type { Command } from './command.js';
 import { configCheck } from './config-check.js';
@@ -27,6 +29,10 @@ const all = [
   groupAssoc,
   groupOverride,
   sessionsClear,
+  apikeyCreate,
+  apikeyList,
+  apikeyRevoke,
+  audit,
   configCheck,
   openapi,
   schema,

@@ -14,7 +14,7 @@ function portOverride(port: string | boolean | undefined): Record<string, unknow
 
 /**
  * The process's signals, listened to before anything else starts: SIGTERM and SIGINT stop (during
- * start-up too), SIGHUP rescans the toolkit files, SIGUSR2 is logged and ignored; none kills unlogged.
+ * start-up too), SIGHUP rescans the toolkit files and reloads the TLS certificate, SIGUSR2 is logged and ignored; none kills unlogged.
  * A cluster primary (server.workers > 1) forwards SIGHUP to its workers, which call `gateway.rescan`.
  */
 function listenForSignals() {
@@ -53,7 +53,7 @@ function listenForSignals() {
 export const start: Command = {
   name: 'start',
   usage: 'start [--config FILE] [--port N]',
-  summary: 'migrate the database, load plugins and toolkits, and serve (SIGTERM drains, SIGHUP rescans toolkits)',
+  summary: 'migrate the database, load plugins and toolkits, and serve (SIGTERM drains, SIGHUP rescans toolkits and reloads the TLS certificate)',
   options: { port: { type: 'string' } },
   operands: { min: 0, max: 0 },
   async run({ values }) {

@@ -1,8 +1,9 @@
-import { addUser, listUsers, setCoreGroup, setDisabled, setPassword, setPower } from '@tkgate/core';
+import { addUser, listUsers, recordCliChange, setCoreGroup, setDisabled, setPassword, setPower } from '@tkgate/core';
 import { UsageError } from '../cli-error.js';
 import type { Command, OptionValues } from './command.js';
 import { withDatabase } from './context.js';
 import { readPassword } from './password-input.js';
+import { printTable } from './table.js';
 
 function powerOption(values: OptionValues): number | undefined {
   if (values.power === undefined) return undefined;
@@ -21,7 +22,12 @@ export const userAdd: Command = {
   async run({ values, operands: [username] }) {
     const power = powerOption(values);
     const password = await readPassword(values['password-stdin'] === true);
-    const id = await withDatabase(values, (db) => addUser(db, { username: username!, password, power, group: values.group as string | undefined }));
+    const group = values.group as string | undefined;
+    const id = await withDatabase(values, async (db) => {
+      const id = await addUser(db, { username: username!, password, power, group });
+      await recordCliChange(db, 'user_add', { username, user_id: id, power: power ?? 0, group: group ?? null });
+      return id;
+    });
     process.stdout.write(`user ${username} added (id ${id})\n`);
   },
 };
@@ -34,7 +40,10 @@ export const userPasswd: Command = {
   operands: { min: 1, max: 1 },
   async run({ values, operands: [username] }) {
     const password = await readPassword(values['password-stdin'] === true);
-    await withDatabase(values, (db) => setPassword(db, username!, password));
+    await withDatabase(values, async (db) => {
+      await setPassword(db, username!, password);
+      await recordCliChange(db, 'user_passwd', { username });
+    });
     process.stdout.write(`password of ${username} changed; their sessions are ended\n`);
   },
 };
@@ -47,18 +56,10 @@ export const userList: Command = {
   operands: { min: 0, max: 0 },
   async run({ values }) {
     const users = await withDatabase(values, (db) => listUsers(db));
-    const rows = [
+    printTable([
       ['ID', 'USERNAME', 'POWER', 'GROUP', 'DISABLED', 'CREATED', 'PROVIDER'],
       ...users.map((u) => [String(u.id), u.username, String(u.power), u.core_group ?? '-', u.disabled ? 'yes' : 'no', u.created_at, u.provider ?? '-']),
-    ];
-    const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-    for (const row of rows)
-      process.stdout.write(
-        row
-          .map((cell, column) => cell.padEnd(widths[column]!))
-          .join('  ')
-          .trimEnd() + '\n',
-      );
+    ]);
   },
 };
 
@@ -74,6 +75,11 @@ export const userSet: Command = {
     await withDatabase(values, async (db) => {
       if (power !== undefined) await setPower(db, username!, power);
       if (values.group !== undefined) await setCoreGroup(db, username!, values.group as string);
+      await recordCliChange(db, 'user_set', {
+        username,
+        ...(power === undefined ? {} : { power }),
+        ...(values.group === undefined ? {} : { group: values.group }),
+      });
     });
     process.stdout.write(`user ${username} updated\n`);
   },
@@ -88,7 +94,10 @@ function disabling(disabled: boolean): Command {
     options: {},
     operands: { min: 1, max: 1 },
     async run({ values, operands: [username] }) {
-      await withDatabase(values, (db) => setDisabled(db, username!, disabled));
+      await withDatabase(values, async (db) => {
+        await setDisabled(db, username!, disabled);
+        await recordCliChange(db, `user_${verb}`, { username });
+      });
       process.stdout.write(`user ${username} ${verb}d\n`);
     },
   };

@@ -3,7 +3,7 @@ import { invalidPayload } from '../errors.js';
 /** Names an operator gives on the command line, checked before they reach the database. */
 const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 const GROUP = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-const TOOLKIT_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+export const TOOLKIT_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 function check(pattern: RegExp, field: string, value: string, shape: string): void {
   if (!pattern.test(value))

@@ -1,3 +1,5 @@
+import type { ApiKeyStore } from '../api-keys/api-key-store.js';
+import type { AuditTrail } from '../audit/audit-trail.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
@@ -9,10 +11,13 @@ import type { LoginLimiter } from './login-limiter.js';
 export interface AuthServices {
   config: ServerConfig;
   sessions: SessionStore;
+  apiKeys: ApiKeyStore;
   users: UserDirectory;
   limiter: LoginLimiter;
   log: Logger;
   metrics: GatewayMetrics;
+  /** Logins, logouts and clears are recorded in it (audit/audited-action.ts). */
+  audit: AuditTrail;
 }
 
 export const isoTime = (epochMs: number): string => new Date(epochMs).toISOString();

@@ -1,3 +1,4 @@
+import { noteAudit } from '../audit/audited-action.js';
 import { forbidden, invalidPayload, notFound } from '../errors.js';
 import type { Stage } from '../http/stage.js';
 import type { AuthenticatedState } from './authenticate.js';
@@ -27,7 +28,9 @@ export function clearSessions({ sessions, users, log }: AuthServices): Stage<Aut
     }
     const target = byName ? await users.findByUsername(body.username as string) : await users.findCaller(body.user_id as number);
     if (!target) throw notFound('user_not_found', 'no such user');
+    noteAudit(ctx, { details: { user_id: target.id } });
     const cleared = await sessions.endAllOf(target.id);
+    noteAudit(ctx, { details: { cleared } });
     log.info('sessions cleared', { request_id: ctx.state.requestId, by: ctx.state.caller.id, user_id: target.id, cleared });
     sendData(ctx, { user_id: target.id, cleared });
   };

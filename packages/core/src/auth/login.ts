@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { noteAudit } from '../audit/audited-action.js';
 import { describeDatabaseError, unavailableWhenRefused } from '../db/database-errors.js';
 import { GatewayError, rateLimited } from '../errors.js';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
@@ -72,11 +73,17 @@ function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): 
     let outcome: 'failed' | 'released' = 'released';
     try {
       const user = await users.findForLogin(username);
+      // The audit trail names the user only when it exists: a typed username is sometimes a password.
+      if (user) noteAudit(ctx, { actorUserId: user.id, details: { username } });
       let passwordMatches: boolean;
+      // The hashing as a span of the login (no attribute: nothing about the user or the password).
+      const span = ctx.state.trace.recording ? ctx.state.trace.startSpan('password-hash') : undefined;
       try {
         // A user signed in by an OIDC provider has no password (an empty hash): it costs and answers as a wrong one.
         passwordMatches = user?.password_hash ? await verifyPassword(user.password_hash, password) : await verifyAgainstDecoy(password);
+        span?.end();
       } catch (err) {
+        span?.end(err);
         if (err instanceof GatewayError && err.code === 'busy') reportBusy();
         throw err;
       }
@@ -94,6 +101,7 @@ function loginAttempt({ config, sessions, users, limiter, log }: AuthServices): 
         throw invalidCredentials();
       }
       const { session } = created;
+      noteAudit(ctx, { credential: hashPrefix(session.tokenHash) });
       limiter.reset(limitKey).catch((err) => log.warn('failed logins not reset', describeDatabaseError(err)));
       log.info('login', { request_id: ctx.state.requestId, user_id: user.id, session: hashPrefix(session.tokenHash) });
       sendData(ctx, loginData(config, user, created));

@@ -1,13 +1,13 @@
 import { sendData } from '../http/envelope.js';
 import type { Stage } from '../http/stage.js';
-import type { AuthenticatedState } from './authenticate.js';
+import type { SessionAuthenticatedState } from './authenticate.js';
 import type { AuthServices } from './auth-services.js';
 
 /**
  * POST {base}/auth/logout: ends the calling session, durably, before answering. An OIDC session also gets the
  * provider's end-session URL (RP-initiated logout), read before the session row goes.
  */
-export function logout({ sessions }: AuthServices): Stage<AuthenticatedState> {
+export function logout({ sessions }: AuthServices): Stage<SessionAuthenticatedState> {
   return async (ctx) => {
     const session = ctx.state.session;
     const endSessionUrl = session.provider === undefined ? undefined : await sessions.endSessionUrlOf(session);

@@ -1,17 +1,19 @@
+import { scopeList, type ApiKey } from '../api-keys/api-key.js';
 import { sendData } from '../http/envelope.js';
 import type { Stage } from '../http/stage.js';
 import { jsonText, type JsonText } from '../json/json-text.js';
 import type { Session } from '../sessions/session.js';
-import type { SessionRead } from '../sessions/session-table.js';
 import type { CallerRecord } from '../users/user-directory.js';
 import { isoTime } from './auth-services.js';
 import type { AuthenticatedState } from './authenticate.js';
+
+const userOf = (caller: CallerRecord) => ({ id: caller.id, username: caller.username, power: caller.power });
 
 /** The data of a status answer: whether the session lives and until when. */
 export function statusData(session: Session, caller: CallerRecord): Record<string, unknown> {
   return {
     active: true,
-    user: { id: caller.id, username: caller.username, power: caller.power },
+    user: userOf(caller),
     created_at: isoTime(session.createdAt),
     last_used_at: isoTime(session.lastUsedAt),
     expires_at: isoTime(session.expiresAt),
@@ -19,16 +21,35 @@ export function statusData(session: Session, caller: CallerRecord): Record<strin
   };
 }
 
+/** The data of a status answer for an API key (SPEC section 12): its times (null when none), and which key. */
+export function keyStatusData(key: ApiKey, caller: CallerRecord): Record<string, unknown> {
+  return {
+    active: true,
+    user: userOf(caller),
+    created_at: isoTime(key.createdAt),
+    last_used_at: key.lastUsedAt === null ? null : isoTime(key.lastUsedAt),
+    expires_at: key.expiresAt === null ? null : isoTime(key.expiresAt),
+    kind: 'api_key',
+    key_id: key.id,
+    name: key.name,
+    scope: scopeList(key.scope),
+  };
+}
+
 /**
- * GET {base}/auth/status: whether the session lives and until when; does not count as use. The data's
- * text is kept per session read (a cached read is replaced, never changed, when its session or user is),
- * so a status call with a cached session serialises nothing but its envelope.
+ * GET {base}/auth/status: whether the session (or API key) lives and until when; does not count as use. The
+ * data's text is kept per read (a cached read is replaced, never changed, when its session, key or user is),
+ * so a status call with a cached credential serialises nothing but its envelope.
  */
 export function status(): Stage<AuthenticatedState> {
-  const texts = new WeakMap<Session, { caller: CallerRecord; text: JsonText }>();
-  const textOf = ({ session, caller }: SessionRead): JsonText => {
-    let kept = texts.get(session);
-    if (kept?.caller !== caller) texts.set(session, (kept = { caller, text: jsonText(JSON.stringify(statusData(session, caller)), 8) as JsonText }));
+  const texts = new WeakMap<Session | ApiKey, { caller: CallerRecord; text: JsonText }>();
+  const textOf = ({ session, apiKey, caller }: AuthenticatedState): JsonText => {
+    const read = (session ?? apiKey)!;
+    let kept = texts.get(read);
+    if (kept?.caller !== caller) {
+      const data = session ? statusData(session, caller) : keyStatusData(apiKey!, caller);
+      texts.set(read, (kept = { caller, text: jsonText(JSON.stringify(data), 8) as JsonText }));
+    }
     return kept.text;
   };
   return (ctx) => sendData(ctx, textOf(ctx.state));

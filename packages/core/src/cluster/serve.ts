@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { ServerConfig } from '../config/server-config.js';
 import { openDatabase } from '../db/connect.js';
-import { migrateWithPlugins } from '../db/migrate.js';
+import { migrateWithPlugins } from '../plugins/plugin-migrations.js';
 import { announceSessions, describeDatabase, startGateway, StartCancelled, type GatewayOptions } from '../gateway.js';
 import { scopedLogger, type Logger } from '../log.js';
 import type { ReloadOutcome } from '../toolkits/toolkit-registry.js';

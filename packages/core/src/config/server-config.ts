@@ -7,17 +7,19 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import convict from 'convict';
-import { oidcProviderList, withClientSecrets } from '../auth/oidc/provider-config.js';
+import { oidcProviderList, withClientSecrets } from './oidc-providers.js';
 import type { LogLevel } from '../log.js';
 import { nearest } from '../suggest.js';
-import { parseToolkitSource } from '../toolkits/toolkit-source.js';
+import { parseSourceFile } from './source-file.js';
 import {
   duration,
   filePath,
   flag,
+  fraction,
   integer,
   objectsByName,
   oneOf,
+  optionalFile,
   originList,
   port,
   processCount,
@@ -51,6 +53,13 @@ const declaration = {
       if (value !== '' && (!URL.canParse(value) || !['http:', 'https:'].includes(new URL(value).protocol) || new URL(value).origin !== value))
         throw new Error('must be empty or an origin like "https://gw.example.org" (no path or trailing slash)');
     }),
+    tls: {
+      cert: optionalFile({
+        doc: 'PEM certificate (chain) file: with tls.key the listener speaks HTTPS only (TLS 1.2+); reloaded when the file changes or on SIGHUP',
+        env: 'TKGATE_TLS_CERT',
+      }),
+      key: optionalFile({ doc: "PEM private key file of tls.cert (keep it readable by tkgate's user only)", env: 'TKGATE_TLS_KEY' }),
+    },
     cors: {
       origins: originList({ doc: 'origins whose browser pages may call the gateway (exact, or ["*"]); [] sends no CORS header' }),
     },
@@ -80,9 +89,17 @@ const declaration = {
     login_max_failures: integer(10, { doc: 'failed logins per username + client IP within the window' }, positive),
     login_window: duration('1m', { doc: 'window of the failed-login limit' }),
     password_login: flag(true, { doc: 'false answers POST {base}/auth/login with 403 password_login_disabled' }),
+    api_keys_per_user: integer(20, { doc: 'live (neither revoked nor expired) API keys a user may have; one more is 409 too_many_keys' }, positive),
     oidc: {
       providers: structured([], { doc: 'OpenID Connect providers people sign in through (docs/sso.md)', sensitive: true }, oidcProviderList),
     },
+  },
+  audit: {
+    required: flag(false, {
+      doc: 'an audited toolkit call whose event cannot be written before it runs is refused with 503 unavailable (false: logged, counted, and run)',
+      env: 'TKGATE_AUDIT_REQUIRED',
+    }),
+    retention: duration('90d', { doc: 'audit events older than this are purged (by one instance at a time)' }, { minMs: 60_000 }),
   },
   toolkits: {
     dir: filePath('./config/toolkits', { doc: 'one file per toolkit (.yaml, .yml or .json)', env: 'TKGATE_TOOLKITS_DIR' }),
@@ -90,6 +107,23 @@ const declaration = {
     settle: duration('300ms', { doc: 'quiet time before a change of the directory is applied, as one batch' }),
     rescan_interval: duration('5s', { doc: 'stat-only rescan for lost file events (0 = never)' }),
     max_file_bytes: integer(1_048_576, { doc: 'a larger toolkit file is refused' }, positive),
+  },
+  rate_limits: {
+    store: oneOf(['database', 'redis'], 'database', {
+      doc: 'where rate-limit budgets are counted: the database every gateway shares, or Redis (rate_limits.redis_url)',
+      env: 'TKGATE_RATE_LIMITS_STORE',
+    }),
+    redis_url: text(
+      '',
+      { doc: 'Redis URL for rate_limits.store redis, e.g. redis://127.0.0.1:6379/0', env: 'TKGATE_RATE_LIMITS_REDIS_URL', sensitive: true },
+      (value) => {
+        if (value !== '' && (!URL.canParse(value) || !['redis:', 'rediss:'].includes(new URL(value).protocol)))
+          throw new Error('must be empty or a URL like "redis://127.0.0.1:6379/0" (redis: or rediss:)');
+      },
+    ),
+    on_store_failure: oneOf(['deny', 'allow'], 'deny', {
+      doc: 'when the store cannot answer: deny (503 unavailable with Retry-After) or allow (the call goes on, logged and counted)',
+    }),
   },
   plugins: stringList(DEFAULT_PLUGINS, { doc: 'endpoint-type plugins loaded at boot, in order' }, 'must be a list of module names or paths'),
   plugin_options: objectsByName({ doc: 'settings for plugins, keyed by plugin name (each plugin validates its own)' }),
@@ -104,6 +138,22 @@ const declaration = {
     enabled: flag(true, { doc: 'serve Prometheus metrics on a listener of their own', env: 'TKGATE_METRICS_ENABLED' }),
     host: text('127.0.0.1', { doc: 'metrics listen address', env: 'TKGATE_METRICS_HOST' }),
     port: port(9464, { doc: 'metrics listen port (0 = any free port; the chosen port is logged)', env: 'TKGATE_METRICS_PORT' }),
+  },
+  tracing: {
+    enabled: flag(false, {
+      doc: 'record OpenTelemetry spans and export them over OTLP/HTTP (trace context is propagated either way)',
+      env: 'TKGATE_TRACING_ENABLED',
+    }),
+    endpoint: text('http://127.0.0.1:4318/v1/traces', { doc: 'the OTLP/HTTP traces URL of the collector', env: 'TKGATE_TRACING_ENDPOINT' }, (value) => {
+      if (!URL.canParse(value) || !['http:', 'https:'].includes(new URL(value).protocol)) throw new Error('must be an http:// or https:// URL');
+    }),
+    sample_ratio: fraction(1, {
+      doc: "share of new traces recorded (0 to 1); a request continuing a trace follows its caller's sampled flag",
+      env: 'TKGATE_TRACING_SAMPLE_RATIO',
+    }),
+    service_name: text('tkgate', { doc: 'service.name of the spans', env: 'TKGATE_TRACING_SERVICE_NAME' }, (value) => {
+      if (value.trim() === '') throw new Error('must not be empty');
+    }),
   },
 };
 
@@ -194,7 +244,7 @@ function readConfigFile(file: string): unknown {
   if (!existsSync(file)) throw new ConfigError(`config file ${file} does not exist`);
   const extension = path.extname(file).toLowerCase();
   if (!['.yaml', '.yml', '.json'].includes(extension)) throw new ConfigError(`config file ${file}: must end in .json, .yaml or .yml`);
-  const source = parseToolkitSource(readFileSync(file, 'utf8'), file);
+  const source = parseSourceFile(readFileSync(file, 'utf8'), file);
   if ('syntax' in source) {
     const { message, position, hint } = source.syntax;
     throw new ConfigError(`invalid configuration: ${file}:${position.line}:${position.column}: ${message}${hint ? `; ${hint}` : ''}`);
@@ -265,6 +315,13 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
   const normalised = normalise(config.getProperties(), cwd);
   if (normalised.db.client === 'mysql' && !normalised.db.url) {
     throw new ConfigError('invalid configuration: db.url: must be set when db.client is mysql');
+  }
+  if (normalised.rate_limits.store === 'redis' && !normalised.rate_limits.redis_url) {
+    throw new ConfigError('invalid configuration: rate_limits.redis_url: must be set when rate_limits.store is redis');
+  }
+  if ((normalised.server.tls.cert === '') !== (normalised.server.tls.key === '')) {
+    const missing = normalised.server.tls.cert === '' ? 'cert' : 'key';
+    throw new ConfigError(`invalid configuration: server.tls.${missing}: must be set with server.tls.${missing === 'cert' ? 'key' : 'cert'} (both or neither)`);
   }
   const { providers, problems } = withClientSecrets(normalised.auth.oidc.providers, env);
   if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);

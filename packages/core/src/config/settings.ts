@@ -71,6 +71,14 @@ export function filePath(value: string, about: About): Setting<string> {
   });
 }
 
+/** A file that may be left unset (""): relative to the working directory; unset stays "". */
+export function optionalFile(about: About): Setting<string> {
+  return setting('', about, {
+    check: (v) => (typeof v === 'string' ? undefined : fail('must be a path, or "" for none')),
+    normalise: (v, cwd) => (v === '' ? '' : path.resolve(cwd, v as string)),
+  });
+}
+
 export function oneOf<const T extends string>(choices: readonly T[], value: T, about: About): Setting<T> {
   return setting(value, about, {
     check: (v) => (choices.includes(v as T) ? undefined : fail(`must be one of ${choices.join(', ')}`)),
@@ -94,6 +102,15 @@ function describeRange(min: number, max: number): string {
 
 export const port = (value: number, about: About) => integer(value, about, { min: 0, max: 65535 });
 
+/** A fraction from 0 to 1 (a probability); from the environment a decimal number such as `0.25`. */
+export function fraction(value: number, about: About): Setting<number> {
+  return setting(value, about, {
+    check: (v) => (typeof v === 'number' && v >= 0 && v <= 1 ? undefined : fail('must be a number from 0 to 1')),
+    fromEnv: (t) => (/^\s*(0|1|0?\.\d+|1\.0*)\s*$/.test(t) ? Number(t) : fail('must be a number from 0 to 1')),
+    normalise: (v) => v as number,
+  });
+}
+
 /** true or false; from the environment true, false, 1 or 0 in any case, and nothing else. */
 export function flag(value: boolean, about: About): Setting<boolean> {
   return setting(value, about, {
@@ -108,7 +125,7 @@ export function flag(value: boolean, about: About): Setting<boolean> {
   });
 }
 
-/** "500ms", "45s", "30m", "2h" or a number of seconds; used in milliseconds under `<key>_ms`. */
+/** "500ms", "45s", "30m", "2h", "90d" or a number of seconds; used in milliseconds under `<key>_ms`. */
 export function duration(value: string, about: About, limit: { minMs?: number; maxMs?: number } = {}): Setting<number, '_ms'> {
   const check = (v: unknown) => {
     const ms = parseDuration(v);

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { ColumnType } from '../toolkits/column-types.js';
+import type { ColumnType } from './column-types.js';
 
 /**
  * `column = value` that compares strings byte for byte on every database, as usernames do (migration 002).

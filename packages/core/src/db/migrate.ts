@@ -4,8 +4,9 @@ import * as initial from './migrations/001_initial.js';
 import * as sharedAuthority from './migrations/002_shared_authority.js';
 import * as readiness from './migrations/003_readiness.js';
 import * as oidc from './migrations/004_oidc.js';
-import { importPlugins } from '../plugins/plugin-loader.js';
-import { migratePlugins, pluginMigrationsTable } from '../plugins/plugin-migrations.js';
+import * as apiKeys from './migrations/005_api_keys.js';
+import * as auditEvents from './migrations/006_audit_events.js';
+import * as rateLimits from './migrations/007_rate_limits.js';
 
 /** Migrations are compiled in, not globbed from disk, so the installed binary carries them. */
 const migrations: Record<string, Knex.Migration> = {
@@ -13,6 +14,9 @@ const migrations: Record<string, Knex.Migration> = {
   '002_shared_authority': sharedAuthority,
   '003_readiness': readiness,
   '004_oidc': oidc,
+  '005_api_keys': apiKeys,
+  '006_audit_events': auditEvents,
+  '007_rate_limits': rateLimits,
 };
 
 const source: Knex.MigrationSource<string> = {
@@ -38,32 +42,16 @@ export async function migrateToLatest(db: Database): Promise<string[]> {
   return applied;
 }
 
-/**
- * `tkgate migrate`: core's schema, then each configured plugin's own migrations (imported, not
- * registered). Returns what ran; plugins' as "<plugin>/<migration>".
- */
-export async function migrateWithPlugins(db: Database, pluginSpecifiers: string[]): Promise<string[]> {
-  const applied = await migrateToLatest(db);
-  return [...applied, ...(await migratePlugins(db, await importPlugins(pluginSpecifiers)))];
-}
-
 /** One set of migrations and the table knex records it in: core's, or one plugin's. */
-interface MigrationSet {
+export interface MigrationSet {
   /** "" for core; a plugin's name, which prefixes its migrations' names as "<plugin>/<migration>". */
   owner: string;
   table: string;
   migrations: Readonly<Record<string, { up(db: Knex): PromiseLike<unknown> }>>;
 }
 
-async function migrationSets(pluginSpecifiers: string[]): Promise<MigrationSet[]> {
-  const sets: MigrationSet[] = [{ owner: '', table: 'tkgate_migrations', migrations }];
-  for (const { plugin } of await importPlugins(pluginSpecifiers)) {
-    if (plugin.migrations && Object.keys(plugin.migrations).length > 0) {
-      sets.push({ owner: plugin.name, table: pluginMigrationsTable(plugin.name), migrations: plugin.migrations as MigrationSet['migrations'] });
-    }
-  }
-  return sets;
-}
+/** Core's own migrations, the first set of `migrate --status` and `--dry-run` (plugins' follow: plugins/plugin-migrations.ts). */
+export const CORE_MIGRATIONS: MigrationSet = { owner: '', table: 'tkgate_migrations', migrations };
 
 const qualified = (set: MigrationSet, name: string) => (set.owner ? `${set.owner}/${name}` : name);
 
@@ -80,10 +68,10 @@ export interface MigrationState {
   state: 'applied' | 'pending' | 'recorded-only';
 }
 
-/** `tkgate migrate --status`: every migration of core and the configured plugins, and whether it ran. Changes nothing. */
-export async function migrationStatus(db: Database, pluginSpecifiers: string[]): Promise<MigrationState[]> {
+/** `tkgate migrate --status`: every migration of the sets (core's, then the plugins'), and whether it ran. Changes nothing. */
+export async function migrationStates(db: Database, sets: readonly MigrationSet[]): Promise<MigrationState[]> {
   const states: MigrationState[] = [];
-  for (const set of await migrationSets(pluginSpecifiers)) {
+  for (const set of sets) {
     const recorded = new Set(await recordedIn(db, set.table));
     const known = Object.keys(set.migrations).sort();
     for (const name of known) states.push({ name: qualified(set, name), state: recorded.has(name) ? 'applied' : 'pending' });
@@ -112,8 +100,7 @@ type RawClient = Knex.Client & { _query(connection: unknown, obj: QueryObject): 
  * so there only reads run and writes are recorded with an empty answer: exact unless a migration reads
  * what an earlier pending one would have written.
  */
-export async function migrationPlan(db: Database, pluginSpecifiers: string[]): Promise<PlannedMigration[]> {
-  const sets = await migrationSets(pluginSpecifiers);
+export async function plannedMigrations(db: Database, sets: readonly MigrationSet[]): Promise<PlannedMigration[]> {
   const trx = await db.transaction();
   const client = trx.client as RawClient;
   const runsWrites = db.client.config.client !== 'mysql2';

@@ -1,4 +1,5 @@
 import type Koa from 'koa';
+import type { RequestTrace } from '../tracing/request-trace.js';
 
 /**
  * What every request's state holds, whatever its route: the request id, the route's template, and who
@@ -7,6 +8,8 @@ import type Koa from 'koa';
  */
 export interface GatewayState {
   requestId: string;
+  /** The request's W3C trace (tracing/request-trace.ts), set with the request id. */
+  trace: RequestTrace;
   /** The route's template for logs and metrics (`auth/login`, `tk/app/notes/list`); unset: `other`. */
   route?: string;
   /** Set by authentication (auth/authenticate.ts): the calling user. */

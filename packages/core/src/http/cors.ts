@@ -2,16 +2,16 @@ import type { GatewayMiddleware } from './context.js';
 
 /** What a preflight may ask for: the gateway's methods, and the two headers its clients send. */
 const PREFLIGHT_HEADERS = {
-  'Access-Control-Allow-Methods': 'GET, HEAD, POST',
+  'Access-Control-Allow-Methods': 'GET, HEAD, POST, DELETE',
   'Access-Control-Allow-Headers': 'authorization, content-type',
   'Access-Control-Max-Age': '600',
 };
 
 /**
  * Response headers a page may read besides the CORS-safelisted ones: the request id, Retry-After of a
- * 429/503, and the file name of a passthrough download.
+ * 429/503, the file name of a passthrough download, and a limited endpoint's rate-limit headers.
  */
-const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Content-Disposition';
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Content-Disposition, RateLimit-Policy, RateLimit';
 
 /**
  * CORS for `server.cors.origins` (SPEC section 10): undefined when the list is empty, so the gateway does

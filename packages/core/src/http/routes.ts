@@ -26,7 +26,8 @@ export type RouteContribution = (routes: Routes) => void;
  * The one router of the fixed routes (@koa/router), from every domain's contribution. Case-sensitive, like
  * the paths in SPEC. A request runs the first route its path and method match (router.match), the route's
  * name becomes its template in logs and metrics (ctx.state.route), and each route's middleware is composed
- * once: router.routes() would compose a new chain on every request, a cost docs/performance.md measured.
+ * once: router.routes() would compose a new chain on every request, a cost docs/performance.md measured;
+ * and the match is looked up rather than tested route by route (matchTable).
  * A path it does not know goes on (to the 404 after it).
  */
 export function gatewayRouter(base: string, contributions: readonly RouteContribution[]): GatewayMiddleware {
@@ -43,11 +44,13 @@ export function gatewayRouter(base: string, contributions: readonly RouteContrib
   for (const contribute of contributions) contribute(routes);
   const chains = new Map<RouteLayer, ComposedMiddleware<GatewayContext>>();
   for (const layer of router.stack) chains.set(layer, compose(layer.stack as GatewayMiddleware[]));
+  const { fixed, variable } = matchTable(router);
   return (ctx, next) => {
     const path = ctx.path;
-    const matched = router.match(path, ctx.method);
-    if (!matched.route) return otherMethod(ctx, matched.path, next);
-    const layer = matched.pathAndMethod[0]!;
+    const method = ctx.method;
+    const onPath = fixed.get(path);
+    const layer = onPath ? firstFor(onPath, method) : firstMatching(variable, path, method);
+    if (!layer) return otherMethod(ctx, onPath ?? variable.filter((each) => each.match(path)), next);
     if (layer.name) ctx.state.route = layer.name;
     if (layer.paramNames.length > 0) (ctx as GatewayContext & { params: Record<string, string> }).params = layer.params(path, layer.captures(path));
     return chains.get(layer)!(ctx, next);
@@ -55,6 +58,42 @@ export function gatewayRouter(base: string, contributions: readonly RouteContrib
 }
 
 type RouteLayer = Router<GatewayState>['stack'][number];
+
+/**
+ * What router.match(path) gives, looked up instead of tested layer by layer: it ran a regular expression
+ * (and a debug call) for every route on every request, most of the router's cost per request
+ * (docs/performance.md, "One path: the cost"). A route without parameters matches exactly its path and that
+ * path with a trailing slash, so for those paths the layers router.match finds are known in advance
+ * (`fixed`, the same layers in the same order); any other path can only match a route with parameters or
+ * a pattern (`variable`, in the router's order), tested as router.match tests them.
+ */
+function matchTable(router: Router<GatewayState>): { fixed: Map<string, readonly RouteLayer[]>; variable: readonly RouteLayer[] } {
+  const isFixed = (layer: RouteLayer) =>
+    typeof layer.path === 'string' &&
+    layer.paramNames.length === 0 &&
+    !/[:*?(){}\\]|\/$/.test(layer.path) &&
+    layer.match(layer.path) &&
+    layer.match(`${layer.path}/`);
+  const fixed = new Map<string, readonly RouteLayer[]>();
+  for (const layer of router.stack) {
+    if (!isFixed(layer)) continue;
+    const path = layer.path as string;
+    for (const each of [path, `${path}/`]) fixed.set(each, router.match(each, 'GET').path);
+  }
+  return { fixed, variable: router.stack.filter((layer) => !isFixed(layer)) };
+}
+
+/** The first of a path's layers that answers the method (router.match's pathAndMethod[0]). */
+function firstFor(onPath: readonly RouteLayer[], method: string): RouteLayer | undefined {
+  for (const layer of onPath) if (layer.methods.includes(method)) return layer;
+  return undefined;
+}
+
+/** The first layer that matches path and method. */
+function firstMatching(layers: readonly RouteLayer[], path: string, method: string): RouteLayer | undefined {
+  for (const layer of layers) if (layer.methods.includes(method) && layer.match(path)) return layer;
+  return undefined;
+}
 
 /**
  * A path the router knows with another method: 405 with Allow naming the path's methods (HEAD goes without

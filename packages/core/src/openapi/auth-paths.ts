@@ -28,9 +28,11 @@ export interface AuthPathOptions {
   maxBodyBytes: number;
   /** Whether clear-sessions is listed: the caller's power reaches auth.admin_power (always for the CLI). */
   admin: boolean;
+  /** Whether the routes only a session may use are listed (logout, clear-sessions): not for an API key. */
+  session: boolean;
 }
 
-export function authPaths({ maxBodyBytes, admin }: AuthPathOptions): Record<string, JsonSchema> {
+export function authPaths({ maxBodyBytes, admin, session }: AuthPathOptions): Record<string, JsonSchema> {
   const paths: Record<string, JsonSchema> = {
     '/auth/login': {
       post: {
@@ -73,11 +75,21 @@ export function authPaths({ maxBodyBytes, admin }: AuthPathOptions): Record<stri
       get: {
         operationId: 'auth.status',
         tags: ['auth'],
-        summary: 'This session (does not count as use).',
+        summary: 'This session or API key (does not count as use).',
         responses: {
-          200: successResponse('The live session.', {
+          200: successResponse('The live session, or API key (kind "api_key"; its times may be null).', {
             type: 'object',
-            properties: { active: { const: true }, user, created_at: time, last_used_at: time, expires_at: time },
+            properties: {
+              active: { const: true },
+              user,
+              created_at: time,
+              last_used_at: time,
+              expires_at: time,
+              kind: { const: 'api_key' },
+              key_id: { type: 'string' },
+              name: { type: 'string' },
+              scope: { type: 'array', items: { type: 'string' } },
+            },
           }),
           ...errorResponses([UNAUTHORIZED]),
         },
@@ -104,7 +116,8 @@ export function authPaths({ maxBodyBytes, admin }: AuthPathOptions): Record<stri
       },
     },
   };
-  if (admin) {
+  if (!session) delete paths['/auth/logout'];
+  if (admin && session) {
     paths['/auth/clear-sessions'] = {
       post: {
         operationId: 'auth.clearSessions',

@@ -46,6 +46,15 @@ export const components = {
   },
   headers: {
     RequestId: { description: 'The request id, also in the envelope.', schema: { type: 'string' } },
+    RateLimitPolicy: {
+      description: 'The rate limit of this endpoint (IETF httpapi ratelimit-headers, a structured field): `"<policy name>";q=<limit>;w=<window s>`.',
+      schema: { type: 'string' },
+    },
+    RateLimit: {
+      description: 'What is left of the budget in the current window: `"<policy name>";r=<remaining>;t=<s until the window ends>`.',
+      schema: { type: 'string' },
+    },
+    RetryAfter: { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 1 } },
   },
 } as const;
 

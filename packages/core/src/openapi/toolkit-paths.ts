@@ -1,6 +1,7 @@
 import type { JsonSchema } from '../plugins/response-description.js';
 import type { CompiledEndpoint, CompiledToolkit } from '../toolkits/compiled-toolkit.js';
 import { errorResponses, INTERNAL_ERROR, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, successResponse, UNAUTHORIZED, type ErrorCase } from './envelope-schemas.js';
+import { RATE_LIMIT_ERRORS, withRateLimit } from './rate-limit-responses.js';
 import { queryNote, queryParameters, requestBody } from './request-schemas.js';
 
 /** One toolkit's endpoints as OpenAPI path items, each method an operation; `reaches` filters by power. */
@@ -38,6 +39,8 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
   const errors: ErrorCase[] = [UNAUTHORIZED, ...NOT_FOUND, INVALID_PAYLOAD, INTERNAL_ERROR, ...own, ...declared];
   if (endpoint.minPower > 0) errors.push({ status: 403, code: 'forbidden', description: `the caller's power is below ${endpoint.minPower}.` });
   if (endpoint.dbContext.length > 0) errors.push(DB_CONTEXT_FAILED);
+  const rateLimit = endpoint.rateLimit ?? toolkit.rateLimit;
+  if (rateLimit) errors.push(...RATE_LIMIT_ERRORS);
   const op: JsonSchema = {
     operationId: `tk.${toolkit.kind}.${toolkit.name}.${endpoint.path.replaceAll('/', '.')}.${method.toLowerCase()}`,
     tags: [toolkit.name],
@@ -53,9 +56,11 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
     op.requestBody = requestBody(filter, endpoint.neededPayloadFields, maxBodyBytes);
     errors.push(PAYLOAD_TOO_LARGE);
   }
-  op.responses = {
+  const responses = {
     200: described.raw ?? successResponse("The endpoint's result, in the envelope.", described.data),
     ...errorResponses(errors),
   };
+  if (rateLimit) withRateLimit(op, responses, rateLimit);
+  op.responses = responses;
   return op;
 }

@@ -4,18 +4,15 @@
  * even loaded (CLI commands start faster without it).
  */
 import type { Registry } from 'prom-client';
+import type { PluginMetrics } from '../plugins/plugin-api.js';
 import { TalliedCounter, TalliedHistogram } from './tallied-metrics.js';
 
 export type LoginResult = 'success' | 'invalid' | 'rate_limited' | 'busy';
 /** How a person signed in: a password, or an OpenID Connect provider (the exchange of a login_code). */
 export type LoginMethod = 'password' | 'oidc';
 export type ReloadResult = 'applied' | 'refused';
-
-/** What plugins may add (PluginApi.metrics). */
-export interface PluginMetrics {
-  /** A gauge read at every scrape, e.g. `tkgate_exec_running` (summed over cluster workers). */
-  gauge(name: string, help: string, read: () => number): void;
-}
+/** What a call did when the rate-limit store could not answer (rate_limits.on_store_failure). */
+export type StoreFailureOutcome = 'denied' | 'allowed';
 
 export interface GatewayMetrics extends PluginMetrics {
   /** The registry to scrape; undefined when metrics are off. */
@@ -24,6 +21,12 @@ export interface GatewayMetrics extends PluginMetrics {
   login(result: LoginResult, method?: LoginMethod): void;
   reload(result: ReloadResult): void;
   upstream(toolkit: string, endpoint: string, seconds: number): void;
+  /** tkgate_audit_write_failures_total: an audit event that could not be written (audit.required false: logged and counted). */
+  auditWriteFailure(): void;
+  /** A call refused 429 by its rate limit, by route template. */
+  rateLimited(route: string): void;
+  /** A call whose rate-limit store did not answer. */
+  rateLimitStoreFailure(outcome: StoreFailureOutcome): void;
   /** The live sessions in the database, counted at every scrape (one figure for all workers: their max). */
   sessions(read: () => Promise<number>): void;
 }
@@ -37,6 +40,9 @@ export const noMetrics: GatewayMetrics = {
   login: () => undefined,
   reload: () => undefined,
   upstream: () => undefined,
+  auditWriteFailure: () => undefined,
+  rateLimited: () => undefined,
+  rateLimitStoreFailure: () => undefined,
   sessions: () => undefined,
   gauge: () => undefined,
 };
@@ -70,10 +76,28 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
     ['toolkit', 'endpoint'],
     LATENCY_BUCKETS,
   );
+  const auditWriteFailures = new Counter({
+    name: 'tkgate_audit_write_failures_total',
+    help: 'Audit events that could not be written (with audit.required false the action went on)',
+    registers,
+  });
+  const rateLimited = new Counter({
+    name: 'tkgate_rate_limited_total',
+    help: 'Calls refused 429 by a rate limit, by route template',
+    labelNames: ['route'],
+    registers,
+  });
+  const storeFailures = new Counter({
+    name: 'tkgate_rate_limit_store_failures_total',
+    help: 'Calls whose rate-limit store did not answer, by outcome (rate_limits.on_store_failure)',
+    labelNames: ['outcome'],
+    registers,
+  });
   // Zero rows for every result, so rate() and dashboards see the series before the first event.
   for (const result of ['success', 'invalid', 'rate_limited', 'busy']) logins.inc({ result, method: 'password' }, 0);
   for (const result of ['success', 'invalid']) logins.inc({ result, method: 'oidc' }, 0);
   for (const result of ['applied', 'refused']) reloads.inc({ result }, 0);
+  for (const outcome of ['denied', 'allowed']) storeFailures.inc({ outcome }, 0);
 
   const gauge = (name: string, help: string, read: () => number) => {
     new Gauge({
@@ -106,6 +130,9 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
     login: (result, method = 'password') => logins.inc({ result, method }),
     reload: (result) => reloads.inc({ result }),
     upstream: (toolkit, endpoint, seconds) => upstreams.observe([toolkit, endpoint], seconds),
+    auditWriteFailure: () => auditWriteFailures.inc(),
+    rateLimited: (route) => rateLimited.inc({ route }),
+    rateLimitStoreFailure: (outcome) => storeFailures.inc({ outcome }),
     sessions: (read) => databaseGauge('tkgate_sessions', 'Live sessions in the database', read),
     gauge,
   };

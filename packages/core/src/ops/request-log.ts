@@ -7,6 +7,7 @@ import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { clientAddress } from '../http/client-address.js';
 import { jsonString } from '../json/json-string.js';
 import { JsonMembers, type Logger } from '../log.js';
+import type { RequestTrace } from '../tracing/request-trace.js';
 import type { GatewayMetrics } from './metrics.js';
 
 export interface RequestLogOptions {
@@ -26,6 +27,8 @@ export interface FinishedRequest {
   bytes: number;
   requestId: string | undefined;
   userId: number | undefined;
+  /** The request's trace: its id goes in the access line, its server span ends here. */
+  trace: RequestTrace | undefined;
 }
 
 /** Counts a finished request in the metrics and writes its access line (when log.access is on). */
@@ -34,17 +37,20 @@ export type RequestRecorder = (finished: FinishedRequest) => void;
 export function requestRecorder({ log, access, metrics, trustProxy }: RequestLogOptions): RequestRecorder {
   return (finished) => {
     metrics.request(finished.route, finished.status, finished.seconds);
+    finished.trace?.finish(finished.route, finished.status, finished.userId);
     if (access) log.info('request', new JsonMembers(accessMembers(finished, clientAddress(finished.req, trustProxy))));
   };
 }
 
 /**
- * The access line's fields (SPEC: method, path, route, status, duration_ms, bytes, request_id, client, and
+ * The access line's fields (SPEC: method, path, route, status, duration_ms, bytes, request_id, trace_id, client, and
  * user_id once known), written as JSON by hand: one line per request (log.ts, JsonMembers).
  */
-function accessMembers({ req, path, route, status, seconds, bytes, requestId, userId }: FinishedRequest, client: string): string {
+function accessMembers({ req, path, route, status, seconds, bytes, requestId, userId, trace }: FinishedRequest, client: string): string {
   let text = `"method":${jsonString(req.method ?? '')},"path":${jsonString(path)},"route":${jsonString(route)},"status":${status},"duration_ms":${milliseconds(seconds)},"bytes":${bytes}`;
   if (requestId !== undefined) text += `,"request_id":${jsonString(requestId)}`;
+  // 32 hex digits: nothing to escape.
+  if (trace !== undefined) text += `,"trace_id":"${trace.traceId}"`;
   text += `,"client":${jsonString(client)}`;
   if (userId !== undefined) text += `,"user_id":${userId}`;
   return text;
@@ -84,7 +90,8 @@ export function watchRequest(ctx: GatewayContext, record: RequestRecorder): void
   const socketBytesAtStart = ctx.req.socket?.bytesWritten ?? 0;
   // The peer's address, read now: net.Socket keeps it once read, and a socket destroyed unread has none ("unknown").
   void ctx.req.socket?.remoteAddress;
-  ctx.res.once('close', () => {
+  // `on`, not `once`: a response closes once, and once's wrapper and removal cost every request.
+  ctx.res.on('close', () => {
     record({
       req: ctx.req,
       path: ctx.path,
@@ -95,6 +102,7 @@ export function watchRequest(ctx: GatewayContext, record: RequestRecorder): void
       bytes: bytesSent(ctx, socketBytesAtStart),
       requestId: ctx.state.requestId,
       userId: ctx.state.caller?.id,
+      trace: ctx.state.trace,
     });
   });
 }

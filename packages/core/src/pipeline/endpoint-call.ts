@@ -2,9 +2,9 @@ import type { Database } from '../db/connect.js';
 import { clientAddress } from '../http/client-address.js';
 import type { GatewayContext, GatewayState } from '../http/context.js';
 import { scopedLogger, type Logger } from '../log.js';
-import type { EndpointCall, EndpointIdentity, RequestContext } from '../plugins/plugin-api.js';
+import type { EndpointCall, EndpointIdentity, RequestContext, TraceContext } from '../plugins/plugin-api.js';
 import { forwardableHeaders } from './forwarded-headers.js';
-import type { ContextMade, EndpointFound } from './pipeline-state.js';
+import type { AuditDetailsCollected, ContextMade, EndpointFound } from './pipeline-state.js';
 
 /** The state step 9 runs on: the endpoint, and the request context after overwrite_wrapping. */
 export type ExecutingState = GatewayState & EndpointFound & ContextMade;
@@ -48,6 +48,7 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
   readonly method: string;
   readonly db: Database;
   readonly endpoint: EndpointIdentity;
+  readonly trace: TraceContext;
   private madeSignal?: AbortSignal;
   private madeHeaders?: Record<string, string>;
   private madeLog?: Logger;
@@ -63,6 +64,7 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
     this.method = ctx.method;
     this.db = services.db;
     this.endpoint = { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint };
+    this.trace = ctx.state.trace;
   }
 
   get clientAddress(): string {
@@ -75,6 +77,12 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
 
   get signal(): AbortSignal {
     return (this.madeSignal ??= clientGone(this.ctx));
+  }
+
+  /** Into the audit event of an audited call (audit-call-step.ts); nothing for another. */
+  addAuditDetails(details: Record<string, unknown>): void {
+    const collected = (this.ctx.state as ExecutingState & Partial<AuditDetailsCollected>).auditDetails;
+    if (collected && details !== null && typeof details === 'object') Object.assign(collected, details);
   }
 
   /** An arrow property, not a method: plugins pass it on unbound (`whenClientGone: call.onClientGone`). */

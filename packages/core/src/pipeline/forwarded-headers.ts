@@ -1,6 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
-/** Request headers a plugin never sees: credentials of the client, and hop-by-hop headers. */
+/**
+ * Request headers a plugin never sees: credentials of the client, hop-by-hop headers, and the caller's
+ * trace context (a plugin passes on call.trace's, with the gateway's own span id, never the raw one).
+ */
 const WITHHELD_HEADERS = new Set([
   'authorization',
   'cookie',
@@ -14,6 +17,8 @@ const WITHHELD_HEADERS = new Set([
   'trailer',
   'upgrade',
   'proxy-connection',
+  'traceparent',
+  'tracestate',
 ]);
 
 /** The request's headers an endpoint's plugin gets (call.headers): all but the withheld ones, repeated ones joined. */

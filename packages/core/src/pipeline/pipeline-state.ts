@@ -38,4 +38,9 @@ export interface ContextMade {
   requestContext: RequestContext;
 }
 
+/** The audit stage, for an audited endpoint only: what the plugin adds to the event (call.addAuditDetails). */
+export interface AuditDetailsCollected {
+  auditDetails: Record<string, unknown>;
+}
+
 export type AddressedState = GatewayState & Addressed;

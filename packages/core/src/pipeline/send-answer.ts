@@ -1,7 +1,7 @@
 import { internalError } from '../errors.js';
 import type { GatewayContext } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
-import { headersProblem } from '../http/header-rules.js';
+import { headersProblem } from '../header-rules.js';
 import type { Logger } from '../log.js';
 import { isReply, StreamedResponse } from '../plugins/plugin-api.js';
 import type { ExecutingState } from './endpoint-call.js';
@@ -30,8 +30,17 @@ function sendReply(ctx: GatewayContext<ExecutingState>, status: number, headers:
 async function sendStream(ctx: GatewayContext<ExecutingState>, result: StreamedResponse, log: Logger): Promise<void> {
   ctx.status = result.status;
   for (const [name, value] of Object.entries(result.headers)) ctx.set(name, value);
+  const fields = () => ({ request_id: ctx.state.requestId, path: ctx.path, plugin: ctx.state.endpoint.type.plugin });
   if (typeof result.body !== 'function') {
-    ctx.body = result.body;
+    const body = result.body;
+    // Koa pipes the stream and destroys it when the response closes; a client that leaves mid-download is
+    // routine (an info line, as for a body writer), a body that failed is Koa's error to log.
+    let failed = false;
+    body.once('error', () => (failed = true));
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished && !failed) log.info('client left during a streamed response', fields());
+    });
+    ctx.body = body;
     return;
   }
   // The plugin writes the body itself; once bytes are out, a failure can only cut the connection.
@@ -43,10 +52,9 @@ async function sendStream(ctx: GatewayContext<ExecutingState>, result: StreamedR
     await result.body(ctx.res);
     ctx.res.end();
   } catch (err) {
-    const fields = { request_id: ctx.state.requestId, path: ctx.path, plugin: ctx.state.endpoint.type.plugin };
     // A client that leaves mid-download is routine, not a fault of the gateway or the upstream.
-    if (ctx.res.destroyed || ctx.req.socket.destroyed) log.info('client left during a streamed response', fields);
-    else log.error('streamed response cut', { ...fields, err });
+    if (ctx.res.destroyed || ctx.req.socket.destroyed) log.info('client left during a streamed response', fields());
+    else log.error('streamed response cut', { ...fields(), err });
     ctx.res.destroy();
   }
 }

@@ -2,9 +2,10 @@ import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import { whereExactly } from '../db/exact-match.js';
 import { GatewayError, invalidPayload } from '../errors.js';
-import { NOT_CONVERTIBLE } from '../toolkits/column-types.js';
+import { NOT_CONVERTIBLE } from '../db/column-types.js';
 import type { DbContextEntry } from '../toolkits/db-context-entries.js';
 import type { AuthenticatedState } from '../auth/authenticate.js';
+import { databaseSpan } from '../tracing/database-span.js';
 import type { Stage } from '../http/stage.js';
 import type { DbContextRead, EndpointFound, PayloadFiltered } from './pipeline-state.js';
 
@@ -42,16 +43,26 @@ export function dbContextStep(db: Database, reads: PreparedReads): Stage<Authent
     }
     const fill = (rowsOf: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>) =>
       entries.forEach((entry, index) => (dbContext[entry.key] = valueOf(entry, rowsOf[index]!)));
+    const span = databaseSpan(ctx.state.trace, 'db-context', db);
     // All cached (SQLite, unchanged since read): filled at once, no promise to wait for.
     const cached = reads.map((read, index) => read.cachedRows(params[index]));
     if (cached.every((rows) => rows !== undefined)) {
       fill(cached as Array<ReadonlyArray<Record<string, unknown>>>);
+      span?.setAttribute('tkgate.cached', true);
+      span?.end();
       return next();
     }
     return Promise.all(reads.map((read, index) => read.all(params[index])))
-      .then(fill, (err: unknown) => {
-        throw failed(err);
-      })
+      .then(
+        (rows) => {
+          span?.end();
+          fill(rows);
+        },
+        (err: unknown) => {
+          span?.end(err);
+          throw failed(err);
+        },
+      )
       .then(next);
   };
 }

@@ -1,6 +1,7 @@
 import type { Database } from '../db/connect.js';
 import type { PreparedReads } from '../db/prepared-reads.js';
 import type { AuthenticatedState } from '../auth/authenticate.js';
+import { databaseSpan } from '../tracing/database-span.js';
 import type { Stage } from '../http/stage.js';
 import type { GroupFound, ToolkitFound } from './pipeline-state.js';
 
@@ -30,12 +31,23 @@ export function groupStep(db: Database, reads: PreparedReads): Stage<Authenticat
       const row = rows[0] as { by_override: string | null; by_association: string | null } | undefined;
       (ctx.state as typeof ctx.state & GroupFound).toolkitGroup = row?.by_override ?? row?.by_association ?? toolkit.defaultGroup;
     };
+    const span = databaseSpan(ctx.state.trace, 'group', db);
     // Cached (SQLite, unchanged since read): no promise to wait for.
     const cached = groups.cachedRows(params);
     if (cached) {
       settle(cached);
+      span?.setAttribute('tkgate.cached', true);
+      span?.end();
       return next();
     }
-    return groups.all(params).then(settle).then(next);
+    if (!span) return groups.all(params).then(settle).then(next);
+    return groups
+      .all(params)
+      .then(settle, (err: unknown) => {
+        span.end(err);
+        throw err;
+      })
+      .then(() => span.end())
+      .then(next);
   };
 }

@@ -1,4 +1,6 @@
-import { authenticate } from '../auth/authenticate.js';
+import type { ApiKeyStore } from '../api-keys/api-key-store.js';
+import type { AuditTrail } from '../audit/audit-trail.js';
+import { authenticateSessionOrKey } from '../auth/authenticate.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Database } from '../db/connect.js';
 import type { PreparedReads } from '../db/prepared-reads.js';
@@ -8,9 +10,12 @@ import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ToolkitRegistry } from '../toolkits/toolkit-registry.js';
+import { auditCallStep } from './audit-call-step.js';
 import type { AddressedState } from './pipeline-state.js';
 import { toolkitStep } from './step-1-toolkit.js';
 import { routeStep } from './step-2-route.js';
+import type { RateLimitCounters } from '../rate-limits/rate-limit-counters.js';
+import { rateLimitStep } from './rate-limit.js';
 import { permissionStep } from './step-3-permission.js';
 import { payloadFilterStep } from './step-4-payload-filter.js';
 import { dbContextStep } from './step-5-db-context.js';
@@ -25,8 +30,13 @@ export interface PipelineServices {
   reads: PreparedReads;
   log: Logger;
   sessions: SessionStore;
+  apiKeys: ApiKeyStore;
   registry: ToolkitRegistry;
   metrics: GatewayMetrics;
+  /** The audit trail: audited endpoints' calls are written to it (audit-call-step.ts). */
+  audit: AuditTrail;
+  /** Where rate-limit budgets are counted (rate_limits.store). */
+  rateLimitCounters: RateLimitCounters;
 }
 
 /**
@@ -37,31 +47,44 @@ export interface PipelineServices {
  */
 export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly GatewayMiddleware[] {
   const execute = { db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy, metrics: s.metrics };
+  const audit = { trail: s.audit, required: s.config.audit.required, trustProxy: s.config.server.trust_proxy };
+  const rateLimits = {
+    counters: s.rateLimitCounters,
+    onStoreFailure: s.config.rate_limits.on_store_failure,
+    trustProxy: s.config.server.trust_proxy,
+    log: s.log,
+    metrics: s.metrics,
+  };
   // The aligned columns are the table of steps and their answers: kept as written.
   // prettier-ignore
   return StageList.start<AddressedState>(at)
     .then('name-route', nameRoute(s.registry))                                 //    the route template for logs and metrics, known before 401
     .point('before:authenticate')                                              //    plugins' middleware
-    .then('authenticate', authenticate(s.sessions, { countsAsUse: true }))     //    the caller                         401 unauthorized
+    .then('authenticate', authenticateSessionOrKey(s, { countsAsUse: true }))  //    the caller (session or API key)    401 unauthorized
     .then('toolkit', toolkitStep(s.registry))                                  // 1. toolkit exists and is enabled   404 toolkit_not_found
     .then('route', routeStep(s.registry.lifetimes))                            // 2. endpoint path and method        404 endpoint_not_found, 405
-    .then('permission', permissionStep)                                        // 3. caller's power >= min_power     403 forbidden
+    .then('permission', permissionStep)                                        // 3. power >= min_power, key scope    403 forbidden
+    .then('rate-limit', rateLimitStep(rateLimits))                             //    rate_limit (SPEC 14)            429 rate_limited, 503 unavailable
     .then('payload-filter', payloadFilterStep(s.config.server))                // 4. client_filter                   400 invalid_payload
     .then('db-context', dbContextStep(s.db, s.reads))                          // 5. inject_db_context               500 db_context_failed
     .then('group', groupStep(s.db, s.reads))                                   // 6. toolkit group
     .then('context', contextStep)                                              // 7. request context
     .then('wrapping', wrappingStep)                                            // 8. overwrite_wrapping
     .point('before:execute')                                                   //    plugins' middleware
+    .then('audit', auditCallStep(audit))                                       //    an audited call's event written  503 unavailable (audit.required)
     .then('execute', executeStep(execute))                                     // 9. the endpoint type's plugin      its own errors
     .middleware;
 }
 
-/** `tk/<kind>/<toolkit>/<endpoint path>` when the URL names a live endpoint; else the route stays `other`. */
+/** `tk/<kind>/<toolkit>/<endpoint path>` when the URL names a live endpoint (and the trace's toolkit and endpoint); else the route stays `other`. */
 function nameRoute(registry: ToolkitRegistry): Stage<AddressedState> {
   return (ctx, next) => {
     const { kind, toolkit: name, endpointPath } = ctx.state.address;
     const toolkit = registry.snapshot.get(name);
-    if (toolkit && toolkit.kind === kind && toolkit.routes.has(endpointPath)) ctx.state.route = `tk/${kind}/${name}/${endpointPath}`;
+    if (toolkit && toolkit.kind === kind && toolkit.routes.has(endpointPath)) {
+      ctx.state.route = `tk/${kind}/${name}/${endpointPath}`;
+      if (ctx.state.trace.recording) ctx.state.trace.describe({ 'tkgate.toolkit': name, 'tkgate.endpoint': endpointPath });
+    }
     return next();
   };
 }

@@ -4,9 +4,12 @@ import type { ApiRange } from './plugin-api.js';
  * The plugin API this core offers. MAJOR goes up on an incompatible change; MINOR on an addition
  * (1.1: declareErrors, reply, call.method, call.clientAddress, scoped loggers, migrations;
  * 1.2: call.onClientGone, AdmissionGate.tryEnter, jsonText for answers spliced without parsing;
- * 1.3: useMiddleware, Koa middleware at named points of the request path).
+ * 1.3: useMiddleware, Koa middleware at named points of the request path;
+ * 1.4: call.trace, the request's W3C trace context and child spans; call.addAuditDetails and
+ * EndpointType.audited, for the audit trail; CheckEnvironment.toolkitFile, for files named relative to the
+ * toolkit file).
  */
-export const PLUGIN_API = Object.freeze({ major: 1, minor: 3 });
+export const PLUGIN_API = Object.freeze({ major: 1, minor: 4 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;
 
 interface Accepted {

@@ -12,6 +12,7 @@ function rescoped(call: FunctionCall, plugin: string): FunctionCall {
       return call.signal;
     },
     db: call.db,
+    trace: call.trace,
     get log() {
       return (log ??= scopedLogger(call.log, { plugin }));
     },

@@ -12,10 +12,12 @@ import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import type { ErrorCodeDeclaration } from '../error-codes.js';
 import type { Logger } from '../log.js';
-import type { PluginMetrics } from '../ops/metrics.js';
-import type { DatabaseSchema } from '../toolkits/database-schema.js';
+import type { DatabaseSchema } from '../db/database-schema.js';
 import type { MiddlewarePoint, PluginMiddleware } from './plugin-middleware.js';
 import type { ResponseDescription } from './response-description.js';
+import type { TraceContext } from '../tracing/trace-api.js';
+
+export type { TraceContext, ChildSpan, SpanOptions, SpanAttributes } from '../tracing/trace-api.js';
 
 export type { MiddlewarePoint, PluginMiddleware };
 
@@ -120,6 +122,17 @@ export interface EndpointType<Config> {
   onRetire?(endpoint: EndpointIdentity): void | Promise<void>;
   /** Optional: what this endpoint's answers look like, for the OpenAPI description. */
   describeResponse?(config: Config): ResponseDescription;
+  /**
+   * (1.4) Optional: whether this type's endpoints are recorded in the audit trail when neither the endpoint nor
+   * its toolkit says (`audit:`); default false. `exec` says true: a command run is worth a record.
+   */
+  audited?: boolean;
+}
+
+/** What plugins may add to the gateway's metrics (PluginApi.metrics); ops/metrics.ts implements it. */
+export interface PluginMetrics {
+  /** A gauge read at every scrape, e.g. `tkgate_exec_running` (summed over cluster workers). */
+  gauge(name: string, help: string, read: () => number): void;
 }
 
 export interface ConfigIssue {
@@ -143,6 +156,8 @@ export interface CheckEnvironment {
   dbContextKeys: ReadonlySet<string>;
   /** The payload fields that can reach the endpoint (client_filter.allowed_fields), or undefined for any. */
   payloadFields: ReadonlySet<string> | undefined;
+  /** (1.4) The toolkit file's absolute path: files an endpoint names (certificates) are relative to its directory. */
+  toolkitFile: string;
 }
 
 export interface EndpointCall<Config> {
@@ -153,7 +168,7 @@ export interface EndpointCall<Config> {
   method: string;
   /** The caller's address: the socket's, or with server.trust_proxy the last X-Forwarded-For entry. */
   clientAddress: string;
-  /** Request headers minus Authorization, Cookie and hop-by-hop headers. */
+  /** Request headers minus Authorization, Cookie, hop-by-hop headers and the caller's trace headers (use `trace`). */
   headers: Record<string, string>;
   /** Aborted when the client goes away. Made on first read: an AbortSignal per request is not free. */
   signal: AbortSignal;
@@ -167,6 +182,17 @@ export interface EndpointCall<Config> {
   log: Logger;
   /** Identifies the endpoint (toolkit, path) for logs and per-endpoint state. */
   endpoint: EndpointIdentity;
+  /**
+   * (1.4) Adds facts about this run to the call's audit event (`details`), when the endpoint is audited; else
+   * nothing. JSON-able values, merged key by key; call it before returning or throwing (an exit code, say). Never
+   * request data, a secret or a header value: the audit trail keeps only what is meant to be kept.
+   */
+  addAuditDetails(details: Record<string, unknown>): void;
+  /**
+   * API 1.4: the request's W3C trace. Start a child span for each call the endpoint makes and give the
+   * callee its `traceparent` and `tracestate` (docs/plugins.md, "Traces").
+   */
+  trace: TraceContext;
 }
 
 export interface EndpointIdentity {
@@ -186,6 +212,8 @@ export interface FunctionCall {
   db: Database;
   /** Lines carry `plugin` (the function's), `request_id`, `toolkit` and `endpoint`. */
   log: Logger;
+  /** API 1.4: the request's W3C trace, as in EndpointCall. */
+  trace: TraceContext;
 }
 
 export type NamedFunction = (call: FunctionCall) => Promise<unknown> | unknown;

@@ -4,12 +4,14 @@ import { pathToFileURL } from 'node:url';
 import type { Database } from '../db/connect.js';
 import type { PreparedReads } from '../db/prepared-reads.js';
 import { scopedLogger, type Logger } from '../log.js';
-import { noMetrics, type PluginMetrics } from '../ops/metrics.js';
-import { formatPath, validateStandard } from '../toolkits/config-issues.js';
+import { formatPath, validateStandard } from '../config/schema-issues.js';
 import { checkApiRange, describeRange, PLUGIN_API_STRING } from './api-version.js';
 import { EndpointTypes } from './endpoint-types.js';
-import type { EndpointType, PluginApi, TkgatePlugin } from './plugin-api.js';
+import type { EndpointType, PluginApi, PluginMetrics, TkgatePlugin } from './plugin-api.js';
 import { PluginMiddlewareSet } from './plugin-middleware.js';
+
+/** Where a plugin's gauges go when the gateway keeps no metrics (config check). */
+const noPluginMetrics: PluginMetrics = { gauge: () => undefined };
 
 export class PluginError extends Error {
   override name = 'PluginError';
@@ -153,7 +155,7 @@ function pluginApi(
     registerEndpointType: (type) => types.addType(type as unknown as EndpointType<unknown>, name),
     registerFunction: (fnName, fn) => types.addFunction(fnName, fn, name),
     getFunction: (fnName) => types.fn(fnName),
-    metrics: deps.metrics ?? noMetrics,
+    metrics: deps.metrics ?? noPluginMetrics,
     onClose,
     useMiddleware: (point, fn) => middleware.add(point, fn),
   };

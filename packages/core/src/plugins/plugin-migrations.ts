@@ -1,9 +1,18 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Database } from '../db/connect.js';
-import { TOLERATE_NEWER_MIGRATIONS } from '../db/migrate.js';
-import { CORE_TABLES, readDatabaseSchema } from '../toolkits/database-schema.js';
-import { PluginError, type ImportedPlugin } from './plugin-loader.js';
+import { CORE_TABLES, readDatabaseSchema } from '../db/database-schema.js';
+import {
+  CORE_MIGRATIONS,
+  migrateToLatest,
+  migrationStates,
+  plannedMigrations,
+  TOLERATE_NEWER_MIGRATIONS,
+  type MigrationSet,
+  type MigrationState,
+  type PlannedMigration,
+} from '../db/migrate.js';
+import { importPlugins, PluginError, type ImportedPlugin } from './plugin-loader.js';
 
 /**
  * Where a plugin's applied migrations are recorded: a knex migrations table of its own, named after the
@@ -55,4 +64,34 @@ export async function migratePlugins(db: Database, plugins: ImportedPlugin[]): P
     applied.push(...ran.map((name) => `${plugin.name}/${name}`));
   }
   return applied;
+}
+
+/**
+ * `tkgate migrate`: core's schema, then each configured plugin's own migrations (imported, not
+ * registered). Returns what ran; plugins' as "<plugin>/<migration>".
+ */
+export async function migrateWithPlugins(db: Database, pluginSpecifiers: string[]): Promise<string[]> {
+  const applied = await migrateToLatest(db);
+  return [...applied, ...(await migratePlugins(db, await importPlugins(pluginSpecifiers)))];
+}
+
+/** Core's migrations, then those of each configured plugin that has any (db/migrate.ts reads and plans them). */
+async function migrationSets(pluginSpecifiers: string[]): Promise<MigrationSet[]> {
+  const sets: MigrationSet[] = [CORE_MIGRATIONS];
+  for (const { plugin } of await importPlugins(pluginSpecifiers)) {
+    if (plugin.migrations && Object.keys(plugin.migrations).length > 0) {
+      sets.push({ owner: plugin.name, table: pluginMigrationsTable(plugin.name), migrations: plugin.migrations as MigrationSet['migrations'] });
+    }
+  }
+  return sets;
+}
+
+/** `tkgate migrate --status`: every migration of core and the configured plugins, and whether it ran. Changes nothing. */
+export async function migrationStatus(db: Database, pluginSpecifiers: string[]): Promise<MigrationState[]> {
+  return migrationStates(db, await migrationSets(pluginSpecifiers));
+}
+
+/** `tkgate migrate --dry-run`: the statements of core's and the configured plugins' pending migrations (db/migrate.ts). */
+export async function migrationPlan(db: Database, pluginSpecifiers: string[]): Promise<PlannedMigration[]> {
+  return plannedMigrations(db, await migrationSets(pluginSpecifiers));
 }

@@ -24,25 +24,25 @@ export const trustUntilChanged = (dataVersion: () => number): Freshness => ({
   isFresh: (version) => version === dataVersion(),
 });
 
-interface Entry {
-  read: SessionRead;
+interface Entry<R> {
+  read: R;
   stamp: number;
 }
 
 /**
- * What this process read about sessions and their users, by token hash: never a miss (a login on another
- * instance must work at once), and forgotten at once when this process ends the session. Bounded: past
- * `maxEntries` the oldest reads are dropped first.
+ * What this process read about sessions and their users, by token hash (and about API keys and their
+ * owners, by key hash: `R`): never a miss (a login on another instance must work at once), and forgotten
+ * at once when this process ends the session. Bounded: past `maxEntries` the oldest reads are dropped first.
  */
-export class SessionCache {
-  private readonly entries = new Map<string, Entry>();
+export class SessionCache<R = SessionRead> {
+  private readonly entries = new Map<string, Entry<R>>();
 
   constructor(
     private readonly freshness: Freshness,
     private readonly maxEntries = 20_000,
   ) {}
 
-  get(tokenHash: string, now: number): SessionRead | undefined {
+  get(tokenHash: string, now: number): R | undefined {
     const entry = this.entries.get(tokenHash);
     if (!entry) return undefined;
     if (this.freshness.isFresh(entry.stamp, now)) return entry.read;
@@ -55,7 +55,7 @@ export class SessionCache {
     return this.freshness.stamp(now);
   }
 
-  set(tokenHash: string, read: SessionRead, stamp: number): void {
+  set(tokenHash: string, read: R, stamp: number): void {
     if (!this.freshness.enabled) return;
     this.entries.delete(tokenHash);
     this.entries.set(tokenHash, { read, stamp });
@@ -63,7 +63,7 @@ export class SessionCache {
   }
 
   /** Keeps the entry's age: a write of our own does not make the rest of what we read any fresher. */
-  update(tokenHash: string, read: SessionRead): void {
+  update(tokenHash: string, read: R): void {
     const entry = this.entries.get(tokenHash);
     if (entry) entry.read = read;
   }

@@ -1,13 +1,16 @@
+import type { Credential } from './credential.js';
 import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
 import { lockUser, writeTransaction } from '../db/write-transaction.js';
 import { callerColumns, toCaller, type CallerRecord } from '../users/user-directory.js';
-import { expiryOf, type OidcSessionFacts, type Session, type SessionPolicy } from './session.js';
+import { expiryOf, hashPrefix, type OidcSessionFacts, type Session, type SessionPolicy } from './session.js';
 
 /** A session and its user, as one authenticated request needs them. */
 export interface SessionRead {
   session: Session;
   caller: CallerRecord;
+  /** `session` and the first 8 hex of the token hash, made with the read (not per request). */
+  credential: Credential;
 }
 
 export interface LoginWrite {
@@ -51,7 +54,7 @@ export class SessionTable {
       expiresAt: Number(row.expires_at),
       ...(row.oidc_provider == null ? {} : { provider: String(row.oidc_provider) }),
     };
-    return { session, caller };
+    return { session, caller, credential: { kind: 'session', id: hashPrefix(tokenHash) } };
   }
 
   /**

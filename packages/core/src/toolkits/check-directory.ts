@@ -9,8 +9,9 @@ import type { EndpointTypes } from '../plugins/endpoint-types.js';
 import type { ConfigIssue } from '../plugins/plugin-api.js';
 import { loadPlugins } from '../plugins/plugin-loader.js';
 import { compileToolkitText } from './compile-toolkit.js';
-import { formatPath, type ToolkitProblem } from './config-issues.js';
-import { readDatabaseSchema } from './database-schema.js';
+import { formatPath } from '../config/schema-issues.js';
+import type { ToolkitProblem } from './config-issues.js';
+import { readDatabaseSchema } from '../db/database-schema.js';
 import { ToolkitRegistry, type ToolkitSnapshot } from './toolkit-registry.js';
 
 export interface DirectoryCheck {

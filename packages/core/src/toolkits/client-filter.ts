@@ -1,6 +1,6 @@
 import { RE2JS } from 're2js';
 import type { FieldProblem } from '../errors.js';
-import type { Issue } from './config-issues.js';
+import type { Issue } from '../config/schema-issues.js';
 import { PARSEABLE_CONTENT_TYPES, type ClientFilterConfig, type FieldRuleConfig, type FieldType } from './toolkit-file-schema.js';
 
 /**

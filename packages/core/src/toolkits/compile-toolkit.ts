@@ -4,15 +4,17 @@ import { nearest } from '../suggest.js';
 import type { EndpointTypes, RegisteredType } from '../plugins/endpoint-types.js';
 import type { CheckEnvironment, ConfigIssue } from '../plugins/plugin-api.js';
 import type { JsonSchema } from '../plugins/response-description.js';
+import { compileRateLimit } from '../rate-limits/rate-limit-rule.js';
 import { compileClientFilter } from './client-filter.js';
 import type { CompiledEndpoint, CompiledToolkit } from './compiled-toolkit.js';
-import { fromZod, UNKNOWN_KEY, validateStandard, type Issue, type ToolkitProblem } from './config-issues.js';
-import type { DatabaseSchema } from './database-schema.js';
+import { fromZod, UNKNOWN_KEY, validateStandard, type Issue } from '../config/schema-issues.js';
+import type { ToolkitProblem } from './config-issues.js';
+import type { DatabaseSchema } from '../db/database-schema.js';
 import { compileDbContext } from './db-context-entries.js';
 import { diagnose } from './toolkit-diagnostics.js';
 import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema } from './toolkit-file-schema.js';
 import { toolkitFileJsonSchema } from './toolkit-json-schema.js';
-import { parseToolkitSource, type ToolkitSource } from './toolkit-source.js';
+import { parseSourceFile, type SourceFile } from '../config/source-file.js';
 import { compileWrapping } from './wrapping-rules.js';
 
 export interface CompileEnvironment {
@@ -32,7 +34,7 @@ export type CompileResult = { toolkit: CompiledToolkit } | { problems: ToolkitPr
 
 /** Parses and validates one toolkit file's text as a whole. */
 export async function compileToolkitText(file: string, text: string, env: CompileEnvironment): Promise<CompileResult> {
-  const source = parseToolkitSource(text, file);
+  const source = parseSourceFile(text, file);
   if ('syntax' in source) {
     const { message, hint, position, frame } = source.syntax;
     const problem = { file: path.basename(file), path: '', line: position.line, column: position.column, message, ...(hint ? { hint } : {}), frame };
@@ -47,7 +49,7 @@ export async function compileToolkitText(file: string, text: string, env: Compil
 }
 
 /** The problems of a refused file; with its source, each at its line and column, worded with the JSON Schema's help. */
-export function refused(file: string, issues: Issue[], name?: string, source?: ToolkitSource, types?: EndpointTypes): CompileResult {
+export function refused(file: string, issues: Issue[], name?: string, source?: SourceFile, types?: EndpointTypes): CompileResult {
   return { problems: diagnose(file, issues, source, types && jsonSchemaOf(types)), name };
 }
 
@@ -85,7 +87,7 @@ async function compileDocument(document: unknown, file: string, env: CompileEnvi
   const config = parsed.data;
   const routes = new Map<string, Map<string, CompiledEndpoint>>();
   for (const [index, raw] of config.endpoints.entries()) {
-    const endpoint = await compileEndpoint(raw, config.name, ['endpoints', index], env, issues);
+    const endpoint = await compileEndpoint(raw, { name: config.name, audit: config.audit }, file, ['endpoints', index], env, issues);
     if (!endpoint) continue;
     const byMethod = routes.get(endpoint.path) ?? new Map<string, CompiledEndpoint>();
     for (const method of endpoint.methods) {
@@ -105,6 +107,7 @@ async function compileDocument(document: unknown, file: string, env: CompileEnvi
     enabled: config.enabled,
     defaultGroup: config.default_group ?? null,
     description: config.description,
+    rateLimit: compileRateLimit(config.rate_limit, config.name),
     file,
     routes,
   };
@@ -112,7 +115,8 @@ async function compileDocument(document: unknown, file: string, env: CompileEnvi
 
 async function compileEndpoint(
   raw: Record<string, unknown>,
-  toolkit: string,
+  { name: toolkit, audit: toolkitAudit }: { name: string; audit: boolean | undefined },
+  file: string,
   at: Array<string | number>,
   env: CompileEnvironment,
   issues: Issue[],
@@ -162,11 +166,15 @@ async function compileEndpoint(
     contextFields: wrapping.contextFields,
     dbContextKeys: wrapping.dbContextKeys,
     payloadFields: clientFilter.allowedFields,
+    toolkitFile: path.resolve(file),
   };
   for (const issue of runCheck(type, typeConfig.value, checkEnv, config.path, env)) issues.push({ path: [...at, ...issue.path], message: issue.message });
+  const auditFields = compileAuditFields(config.audit_fields, clientFilter.allowedFields, issues, [...at, 'audit_fields']);
   if (issues.length > before) return undefined;
+  const audit = config.audit ?? toolkitAudit ?? type.audited ?? false;
   const kept = env.unchanged?.(toolkit, definition);
-  if (kept) return kept;
+  // The toolkit's `audit` is not in the endpoint's definition: a change of it alone compiles the endpoint anew.
+  if (kept && kept.audit === audit) return kept;
   return {
     toolkit,
     definition,
@@ -174,9 +182,12 @@ async function compileEndpoint(
     methods: Array.isArray(config.method) ? [...new Set(config.method)] : [config.method],
     description: config.description,
     minPower: config.permissions?.min_power ?? 0,
+    rateLimit: compileRateLimit(config.rate_limit, `${toolkit}/${config.path}`),
     clientFilter,
     dbContext,
     wrapping: wrapping.rules,
+    audit,
+    auditFields,
     type,
     typeConfig: typeConfig.value,
     neededPayloadFields: [...new Set([...dbContext.flatMap((entry) => (entry.filter ? [entry.filter.payloadField] : [])), ...payloadReferences(typeKeys)])],
@@ -184,6 +195,26 @@ async function compileEndpoint(
       .filter(([, declared]) => declared.plugin === type.plugin)
       .map(([code, declared]) => ({ status: declared.status, code, description: declared.meaning })),
   };
+}
+
+/** `audit_fields`: each once, and each a field that can reach the endpoint (client_filter.allowed_fields, when set). */
+function compileAuditFields(
+  fields: readonly string[] | undefined,
+  allowed: ReadonlySet<string> | undefined,
+  issues: Issue[],
+  at: Array<string | number>,
+): string[] {
+  if (!fields) return [];
+  fields.forEach((field, index) => {
+    if (fields.indexOf(field) !== index) issues.push({ path: [...at, index], message: `${field} is listed twice` });
+    else if (allowed && !allowed.has(field))
+      issues.push({
+        path: [...at, index],
+        message: `${field} is not in client_filter.allowed_fields, so no call ever has it`,
+        hint: 'add it to allowed_fields or remove it here',
+      });
+  });
+  return [...new Set(fields)];
 }
 
 const PAYLOAD_REFERENCE = /^\$payload\.([A-Za-z_][A-Za-z0-9_]*)$/;

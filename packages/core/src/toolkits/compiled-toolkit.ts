@@ -1,4 +1,5 @@
 import type { RegisteredType } from '../plugins/endpoint-types.js';
+import type { RateLimitRule } from '../rate-limits/rate-limit-rule.js';
 import type { CompiledClientFilter } from './client-filter.js';
 import type { DbContextEntry } from './db-context-entries.js';
 import type { WrappingRule } from './wrapping-rules.js';
@@ -13,6 +14,8 @@ export interface CompiledToolkit {
   file: string;
   /** Where the file writes `name:` (line and column from 1), for a problem about the name (defined twice). */
   nameAt?: { line: number; column: number };
+  /** The toolkit's rate_limit: one budget for all its endpoints that have none of their own. */
+  rateLimit?: RateLimitRule;
   /** Endpoints by path, then by method. */
   routes: ReadonlyMap<string, ReadonlyMap<string, CompiledEndpoint>>;
 }
@@ -25,9 +28,15 @@ export interface CompiledEndpoint {
   methods: readonly string[];
   description?: string;
   minPower: number;
+  /** The endpoint's own rate_limit (it replaces the toolkit's). */
+  rateLimit?: RateLimitRule;
   clientFilter: CompiledClientFilter;
   dbContext: readonly DbContextEntry[];
   wrapping: readonly WrappingRule[];
+  /** Whether each call is recorded in the audit trail: the endpoint's `audit`, else the toolkit's, else the type's default. */
+  audit: boolean;
+  /** The payload fields an audited call's event keeps (`audit_fields`). */
+  auditFields: readonly string[];
   type: RegisteredType;
   /** The type's own keys, as its schema returned them. */
   typeConfig: unknown;

@@ -1,6 +1,6 @@
 import type { ConfigIssue } from '../plugins/plugin-api.js';
-import type { ColumnType } from './column-types.js';
-import { unreadable, type DatabaseSchema } from './database-schema.js';
+import type { ColumnType } from '../db/column-types.js';
+import { unreadable, type DatabaseSchema } from '../db/database-schema.js';
 
 /**
  * inject_db_context entries, parsed and checked against the live schema at load:

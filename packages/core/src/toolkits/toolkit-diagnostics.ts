@@ -1,8 +1,9 @@
 import path from 'node:path';
 import type { JsonSchema } from '../plugins/response-description.js';
 import { nearest } from '../suggest.js';
-import { formatPath, UNKNOWN_KEY, type Issue, type ToolkitProblem } from './config-issues.js';
-import type { ToolkitSource } from './toolkit-source.js';
+import { formatPath, UNKNOWN_KEY, type Issue } from '../config/schema-issues.js';
+import type { ToolkitProblem } from './config-issues.js';
+import type { SourceFile } from '../config/source-file.js';
 
 /**
  * Turns a file's issues into problems a person can act on without the docs: each at its line and column,
@@ -11,7 +12,7 @@ import type { ToolkitSource } from './toolkit-source.js';
  * key's description for a missing one. `schema` is the toolkit JSON Schema (`tkgate schema`), which knows
  * every key of core and of each loaded endpoint type.
  */
-export function diagnose(file: string, issues: readonly Issue[], source?: ToolkitSource, schema?: JsonSchema): ToolkitProblem[] {
+export function diagnose(file: string, issues: readonly Issue[], source?: SourceFile, schema?: JsonSchema): ToolkitProblem[] {
   const document = source?.document;
   const problems: ToolkitProblem[] = [];
   const unknownPerParent = new Map<string, number>();

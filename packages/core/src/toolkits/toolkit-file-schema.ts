@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { rateLimitSchema } from '../rate-limits/rate-limit-rule.js';
 import { ENTRY } from './db-context-entries.js';
 
 /**
@@ -63,6 +64,7 @@ export const endpointCoreSchema = z.strictObject({
     .strictObject({ min_power: z.number().int().describe('Callers below this power get 403 forbidden (default 0).') })
     .optional()
     .describe('Who may call the endpoint.'),
+  rate_limit: rateLimitSchema.optional(),
   client_filter: clientFilter.optional().describe('Checks on the payload (query string for GET, body for POST), before anything else reads it.'),
   inject_db_context: z
     .array(
@@ -78,6 +80,14 @@ export const endpointCoreSchema = z.strictObject({
     .array(z.string().describe('-field removes a top-level context field; name moves db_context.name to the top level.'))
     .optional()
     .describe('Changes to the request context, applied in order before the endpoint type runs.'),
+  audit: z
+    .boolean()
+    .optional()
+    .describe("Record each call in the audit trail (docs/audit.md). Wins over the toolkit's audit; default: the endpoint type's (true for exec, else false)."),
+  audit_fields: z
+    .array(fieldName)
+    .optional()
+    .describe("Payload fields whose values a call's audit event keeps in details.payload; default none. Never list a secret."),
 });
 export type EndpointCoreConfig = z.infer<typeof endpointCoreSchema>;
 export const ENDPOINT_CORE_KEYS = new Set(Object.keys(endpointCoreSchema.shape));
@@ -92,6 +102,8 @@ export const toolkitFileSchema = z.strictObject({
   enabled: z.boolean().default(true).describe('false: every endpoint answers 404 toolkit_not_found (default true).'),
   description: z.string().optional().describe('What the toolkit is for, for people; shown in the OpenAPI description.'),
   default_group: z.string().min(1).max(64).optional().describe('The toolkit group of callers without an override or an association.'),
+  audit: z.boolean().optional().describe("Record each call of this toolkit's endpoints in the audit trail (docs/audit.md); an endpoint's own audit wins."),
+  rate_limit: rateLimitSchema.optional(),
   endpoints: z
     .array(z.record(z.string(), z.unknown()).describe("One endpoint: core keys plus its type's keys."))
     .min(1)

@@ -6,7 +6,7 @@ import type { EndpointTypes } from '../plugins/endpoint-types.js';
 import { compileToolkitText, refused, type CompileEnvironment, type CompileResult } from './compile-toolkit.js';
 import type { CompiledEndpoint } from './compiled-toolkit.js';
 import { problemFields, type ToolkitProblem } from './config-issues.js';
-import { readDatabaseSchema } from './database-schema.js';
+import { readDatabaseSchema } from '../db/database-schema.js';
 import { EndpointLifetimes } from './endpoint-lifetimes.js';
 import { compareSnapshots, type SnapshotChanges } from './snapshot-changes.js';
 import { describeFsError, listDirectory, type DirectoryListing } from './toolkit-directory.js';

@@ -1,4 +1,5 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
+import { noteAudit } from '../../audit/audited-action.js';
 import { GatewayError } from '../../errors.js';
 import type { GatewayContext } from '../../http/context.js';
 import { readPayloadBody } from '../../http/payload-body.js';
@@ -44,6 +45,7 @@ async function verifyLogoutToken(provider: OidcProvider, token: string): Promise
 }
 
 function answerInvalid(ctx: GatewayContext): void {
+  noteAudit(ctx, { code: 'invalid_request' });
   ctx.status = 400;
   ctx.set('Cache-Control', 'no-store');
   ctx.body = { error: 'invalid_request' };
@@ -79,6 +81,7 @@ export function oidcBackchannelLogout({ config, providers, sessions, logoutToken
       return answerInvalid(ctx);
     }
     const ended = await sessions.endOidc(provider.config.name, { sid: claims.sid, sub: claims.sub });
+    noteAudit(ctx, { details: { provider: provider.config.name, sessions_ended: ended } });
     log.info('back-channel logout', { request_id: ctx.state.requestId, provider: provider.config.name, sessions_ended: ended });
     ctx.status = 200;
     ctx.set('Cache-Control', 'no-store');

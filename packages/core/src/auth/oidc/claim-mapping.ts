@@ -1,4 +1,4 @@
-import type { OidcProviderConfig } from './provider-config.js';
+import type { OidcProviderConfig } from '../../config/oidc-providers.js';
 
 export type Claims = Record<string, unknown>;
 

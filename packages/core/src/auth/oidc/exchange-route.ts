@@ -1,3 +1,4 @@
+import { noteAudit } from '../../audit/audited-action.js';
 import { coreError } from '../../errors.js';
 import { sendData } from '../../http/envelope.js';
 import type { GatewayContext } from '../../http/context.js';
@@ -20,10 +21,12 @@ export function oidcExchange({ config, sessions, users, codes, log, metrics }: O
     requireFields(body, { login_code: { kind: 'string', maxLength: 128 } }, ['login_code']);
     const signedIn = await codes.take(body.login_code as string);
     const user = signedIn && (await users.findCaller(signedIn.userId));
+    if (signedIn) noteAudit(ctx, { actorUserId: signedIn.userId, details: { provider: signedIn.provider } });
     if (!signedIn || !user || user.disabled) throw invalidLoginCode();
     const facts = { provider: signedIn.provider, subject: signedIn.subject, sid: signedIn.sid, endSessionUrl: signedIn.endSessionUrl };
     const created = await unavailableWhenRefused('session not created', () => sessions.create(user.id, facts));
     if (!created) throw invalidLoginCode();
+    noteAudit(ctx, { credential: hashPrefix(created.session.tokenHash) });
     metrics.login('success', 'oidc');
     log.info('login', { request_id: ctx.state.requestId, user_id: user.id, provider: signedIn.provider, session: hashPrefix(created.session.tokenHash) });
     sendData(ctx, loginData(config, user, created));

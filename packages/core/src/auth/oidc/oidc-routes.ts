@@ -1,3 +1,4 @@
+import { auditedAction } from '../../audit/audited-action.js';
 import { readJsonObjectBody } from '../../http/json-body.js';
 import type { RouteContribution } from '../../http/routes.js';
 import { oidcBackchannelLogout } from './backchannel-logout-route.js';
@@ -25,10 +26,17 @@ export function oidcRoutes(services: Omit<OidcServices, 'providers' | 'pending' 
     logoutTokens: new LogoutTokens(services.db),
   };
   const body = readJsonObjectBody(services.config.server.max_body_bytes, services.config.server.body_timeout_ms);
+  const audited = (action: string) => auditedAction(services.audit, action, 'oidc', services.config.server.trust_proxy);
   return ({ base, add }) => {
-    add('POST', `${base}/auth/oidc/exchange`, 'auth/oidc/exchange', body, oidcExchange(all));
+    add('POST', `${base}/auth/oidc/exchange`, 'auth/oidc/exchange', body, audited('oidc_login'), oidcExchange(all));
     add('GET', `${base}/auth/oidc/:provider/login`, 'auth/oidc/:provider/login', oidcLogin(all));
     add('GET', `${base}/auth/oidc/:provider/callback`, 'auth/oidc/:provider/callback', oidcCallback(all));
-    add('POST', `${base}/auth/oidc/:provider/backchannel-logout`, 'auth/oidc/:provider/backchannel-logout', oidcBackchannelLogout(all));
+    add(
+      'POST',
+      `${base}/auth/oidc/:provider/backchannel-logout`,
+      'auth/oidc/:provider/backchannel-logout',
+      audited('backchannel_logout'),
+      oidcBackchannelLogout(all),
+    );
   };
 }

@@ -1,3 +1,4 @@
+import type { AuditTrail } from '../../audit/audit-trail.js';
 import type { ServerConfig } from '../../config/server-config.js';
 import type { Database } from '../../db/connect.js';
 import type { Logger } from '../../log.js';
@@ -17,6 +18,7 @@ export interface OidcServices {
   users: UserDirectory;
   log: Logger;
   metrics: GatewayMetrics;
+  audit: AuditTrail;
   providers: OidcProviders;
   pending: PendingLogins;
   codes: LoginCodes;

@@ -1,6 +1,6 @@
 import * as client from 'openid-client';
 import type { Logger } from '../../log.js';
-import type { OidcProviderConfig } from './provider-config.js';
+import type { OidcProviderConfig } from '../../config/oidc-providers.js';
 
 /** A configured provider and, once discovered, openid-client's configuration of it (metadata, client auth). */
 export interface OidcProvider {

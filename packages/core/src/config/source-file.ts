@@ -1,14 +1,14 @@
 import YAML, { isAlias, isMap, isScalar, isSeq, LineCounter, type Document, type Node } from 'yaml';
 import { findJsonError } from './json-syntax.js';
 
-/** A line and column in a toolkit file, both counted from 1. */
+/** A line and column in a source file (a toolkit, the server configuration), both counted from 1. */
 export interface Position {
   line: number;
   column: number;
 }
 
-/** A toolkit file's parsed document and where each of its keys and values stands in the text. */
-export interface ToolkitSource {
+/** A configuration or toolkit file's parsed document and where each of its keys and values stands in the text. */
+export interface SourceFile {
   document: unknown;
   /** The position of the value at `path` (of its key with `key`), or of the nearest enclosing node that exists. */
   locate(path: ReadonlyArray<string | number>, key?: boolean): Position | undefined;
@@ -23,10 +23,10 @@ export interface SyntaxProblem {
 }
 
 /**
- * Parses a toolkit file. JSON is parsed by JSON.parse (the document), then read once more by the YAML parser,
+ * Parses a toolkit or configuration file (JSON or YAML). JSON is parsed by JSON.parse (the document), then read once more by the YAML parser,
  * of which JSON is a subset, for the positions of its keys.
  */
-export function parseToolkitSource(text: string, file: string): ToolkitSource | { syntax: SyntaxProblem } {
+export function parseSourceFile(text: string, file: string): SourceFile | { syntax: SyntaxProblem } {
   if (file.endsWith('.json')) {
     let document: unknown;
     try {
@@ -39,7 +39,7 @@ export function parseToolkitSource(text: string, file: string): ToolkitSource | 
       };
     }
     // Positions are wanted only for a file with problems: the second reading waits until then.
-    let locate: ToolkitSource['locate'] | undefined;
+    let locate: SourceFile['locate'] | undefined;
     return {
       document,
       locate: (at, key) => {
@@ -75,7 +75,7 @@ const YAML_HINTS: Partial<Record<string, string>> = {
   DUPLICATE_KEY: 'a key appears twice in one mapping: keep one',
 };
 
-function locator(document: Document, lines: LineCounter): ToolkitSource['locate'] {
+function locator(document: Document, lines: LineCounter): SourceFile['locate'] {
   const at = (node: Node | null | undefined) => {
     const offset = node?.range?.[0];
     if (offset === undefined) return undefined;

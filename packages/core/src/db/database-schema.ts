@@ -1,4 +1,4 @@
-import { isMysql, type Database } from '../db/connect.js';
+import { isMysql, type Database } from './connect.js';
 import { nearest } from '../suggest.js';
 import { COLUMN_TYPES, mysqlColumnKind, sqliteColumnKind, type ColumnKind, type ColumnType } from './column-types.js';
 
@@ -37,7 +37,7 @@ export class DatabaseSchema {
 }
 
 /** Never readable or writable through toolkit configuration. */
-export const SECRET_TABLES = new Set(['sessions', 'login_failures', 'tkgate_migrations', 'tkgate_migrations_lock']);
+export const SECRET_TABLES = new Set(['sessions', 'api_keys', 'login_failures', 'audit_events', 'tkgate_migrations', 'tkgate_migrations_lock']);
 export const SECRET_COLUMNS = new Set(['users.password_hash']);
 /** Tables tkgate keeps its own books in (plugins' migration records): secret like the above. */
 const BOOKKEEPING_PREFIX = 'tkgate_';
