@@ -7,6 +7,7 @@ import type { AuthServices } from './auth/auth-services.js';
 import { notFound } from './errors.js';
 import type { GatewayMiddleware, GatewayState } from './http/context.js';
 import { directContextAccessors } from './http/context-accessors.js';
+import { GatewayKoa } from './http/gateway-koa.js';
 import { cors } from './http/cors.js';
 import { errorEnvelope } from './http/error-envelope.js';
 import { assignRequestId } from './http/request-id.js';
@@ -45,7 +46,7 @@ const noSuchRoute: GatewayMiddleware = () => {
 export function createApp(services: AppServices): Koa<GatewayState> {
   const { config, log } = services;
   const at: MiddlewareAt = (point) => (services.pluginMiddleware?.at(point) ?? []) as readonly GatewayMiddleware[];
-  const app = new Koa<GatewayState>();
+  const app = new GatewayKoa();
   app.proxy = false;
   app.silent = true;
   directContextAccessors(app.context);

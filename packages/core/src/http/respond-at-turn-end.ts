@@ -18,8 +18,6 @@ export function endOfTurn(): Promise<void> {
  * woke the client's process through the kernel on its own: measured, half of a status call's CPU went to
  * that wake-up on this machine (loopback, 2 cores). Back to back, one wake-up serves the batch: status
  * 16k -> 33k req/s, the internal endpoint 7k -> 14k. An idle gateway waits for nothing: the turn ends at once.
+ * Not async: one promise fewer per request.
  */
-export const respondAtTurnEnd: GatewayMiddleware = async (_ctx, next) => {
-  await next();
-  await endOfTurn();
-};
+export const respondAtTurnEnd: GatewayMiddleware = (_ctx, next) => next().then(endOfTurn);
