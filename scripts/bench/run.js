@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { loadGenerator, runLoad } from './load.js';
 import { measureInterleaved } from './measure.js';
 import { ensurePeersInstalled } from './peers.js';
@@ -21,6 +21,15 @@ import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from 
 import { tracingRows } from './tracing.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+
+/** A --compare build's gateway, on a database and toolkits its own checkout's bench code prepared. */
+async function startComparedBuild(bin, upstreamPort) {
+  const comparedRoot = path.resolve(bin, '../../../..');
+  const own = await import(pathToFileURL(path.join(comparedRoot, 'scripts/bench/tkgate.js')).href);
+  const comparedDir = mkdtempSync(path.join(tmpdir(), 'tkgate-bench-compared-'));
+  const { config } = await own.prepareGateway(comparedDir, { upstreamPort, tinyScript: own.writeTinyScript(comparedDir) });
+  return startTkgate(config, [], {}, bin);
+}
 const root = path.resolve(here, '../..');
 const mode = process.argv.includes('--smoke') ? 'smoke' : process.argv.includes('--quick') ? 'quick' : 'full';
 /** Seconds are whole (wrk's unit); rewarmS is the warm-up of rounds after the first; retries re-measure disturbed windows. */
@@ -112,8 +121,9 @@ async function main() {
   const token = await login(gateway.base);
   const auth = { authorization: `Bearer ${token}` };
   const twoWorkers = PLAN.extras && (runs(1) || runs(3)) ? track(await startTkgate(config, [], { TKGATE_WORKERS: '2' })) : undefined;
-  // The other build shares the database file: its own token, since sessions are per login, not per build.
-  const compared = compareBin ? track(await startTkgate(config, [], {}, compareBin)) : undefined;
+  // The other build gets a database of its own, made by its own bench code: an older build refuses a schema
+  // with migrations it does not know.
+  const compared = compareBin ? track(await startComparedBuild(compareBin, upstream.port)) : undefined;
   const comparedAuth = compared && { authorization: `Bearer ${await login(compared.base)}` };
   const context = JSON.stringify({
     user_id: 1,

@@ -99,6 +99,9 @@ export async function prepareGateway(dir, { upstreamPort, tinyScript }) {
 export async function startTkgate(config, extraArgs = [], env = {}, bin = tkgateBin) {
   const gateway = await startProcess(process.execPath, [...extraArgs, bin, 'start', '--config', config], {
     env: { TKGATE_LOG_LEVEL: 'info', ...env },
+    // In the build's own checkout: the default plugins are resolved from the working directory, and a
+    // --compare build (an older checkout) needs its own plugins, whose plugin API it has.
+    cwd: path.resolve(bin, '../../../..'),
     ready: (line) => line.includes('"msg":"listening"'),
   });
   const { port } = JSON.parse(gateway.line);
