@@ -19,7 +19,7 @@ function originAndPath(cache: Map<string, { origin: string; path: string }>, url
 /**
  * undici, the same contract: keep-alive connections per origin, no retries, no redirects, bytes as sent.
  * The timeout bounds the wait for the headers and each silence of the body (undici's own timers: a
- * per-request AbortSignal.timeout cost 3.5% of a proxied request's CPU). Whole answers go through
+ * per-request AbortSignal.timeout cost more; docs/performance.md, "The http transport"). Whole answers go through
  * undici's dispatcher with a handler of ours that keeps the chunks: no stream, no async iterator, no
  * parsed header object per request, and the client's going away aborts the exchange without an
  * AbortSignal (docs/performance.md).

@@ -30,8 +30,8 @@ const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
  * each read is a chunk of decrypted bytes (at most one TLS record, 16 KiB) that TLS allocated, handed to the
  * user the same way. The bound is the same in bytes: while two body buffers' worth (2 x BODY_READ_BYTES) is
  * still being written to the client, the socket is paused, and TLS stops reading from TCP once its readable
- * buffer is full; flat in the size of the download. (Two records in flight instead measured 0.64x the
- * throughput of undici's stream: docs/performance.md.)
+ * buffer is full; flat in the size of the download. (Two records in flight instead were much slower than
+ * undici's stream: docs/performance.md, "Passthrough memory".)
  */
 export class UpstreamConnection {
   readonly socket: net.Socket;

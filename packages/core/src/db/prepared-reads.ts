@@ -7,7 +7,8 @@ import { sqliteBusyMs, type Database } from './connect.js';
  * Reads on the request path, compiled once. knex writes the SQL (identifiers quoted for the dialect,
  * values as placeholders); at request time only the bound values change.
  * SQLite: a statement cache on a dedicated read-only connection (WAL lets it read beside the writer):
- * measured, knex re-preparing and re-compiling every query was 43% of a status call's CPU.
+ * knex re-preparing and re-compiling every query was most of a status call's CPU (docs/performance.md,
+ * "Reads on the request path").
  * MySQL/MariaDB: the same SQL through the knex pool, where the network round trip dominates.
  */
 export interface PreparedRead {
@@ -33,7 +34,8 @@ export interface PreparedReads {
   /**
    * A number that changes whenever anyone (this gateway's writer, the CLI, another process) has committed
    * to the database since it was last read; undefined when the database cannot tell (MySQL).
-   * SQLite's data_version costs ~2 µs against ~10 µs for the caller lookup it lets us skip.
+   * SQLite's data_version costs a fraction of the caller lookup it lets us skip (docs/performance.md,
+   * "Reads on the request path").
    */
   dataVersion(): number | undefined;
   close(): void;

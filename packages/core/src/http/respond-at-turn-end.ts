@@ -15,9 +15,9 @@ export function endOfTurn(): Promise<void> {
 /**
  * Holds each finished response until the end of the event-loop turn, so the responses of one turn are
  * written back to back. Written one at a time, between the reads of the next requests, every response
- * woke the client's process through the kernel on its own: measured, half of a status call's CPU went to
- * that wake-up on this machine (loopback, 2 cores). Back to back, one wake-up serves the batch: status
- * 16k -> 33k req/s, the internal endpoint 7k -> 14k. An idle gateway waits for nothing: the turn ends at once.
+ * woke the client's process through the kernel on its own, which was a large share of a small call's CPU;
+ * back to back, one wake-up serves the batch (docs/performance.md, "Writing responses: one wake-up per
+ * event-loop turn"). An idle gateway waits for nothing: the turn ends at once.
  * Not async: one promise fewer per request.
  */
 export const respondAtTurnEnd: GatewayMiddleware = (_ctx, next) => next().then(endOfTurn);

@@ -22,7 +22,8 @@ interface BodyLimits {
  */
 export function payloadFilterStep(server: BodyLimits): Stage<FilteringState, PayloadFiltered> {
   return (ctx, next) => {
-    // node:querystring, not Koa's ctx.query (URLSearchParams): measured 8% of a GET endpoint's CPU.
+    // node:querystring, not Koa's ctx.query (URLSearchParams), which cost a GET endpoint dearly
+    // (docs/performance.md, "Reads on the request path").
     if (ctx.method === 'GET') {
       filterPayload(ctx, parseTextFields(ctx.querystring), 'text-fields');
       return next();

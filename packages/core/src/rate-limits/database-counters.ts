@@ -7,9 +7,9 @@ import type { RateLimitCounters } from './rate-limit-counters.js';
  * is atomic on both databases (SQLite serialises writers across processes; MariaDB locks the row), so
  * concurrent calls from any number of gateways each see a distinct count. A row whose window has passed
  * starts again at 1; a window never moves back, so a gateway whose clock lags counts into the later one.
- * SQLite returns the row (RETURNING), from a statement prepared once on a connection of its own: measured,
- * 18 µs of CPU per call against 45 µs through knex, which prepares every query again and answers in a later
- * turn. MariaDB hands the new count back through LAST_INSERT_ID(expr) in the statement's own answer (0 when
+ * SQLite returns the row (RETURNING), from a statement prepared once on a connection of its own: cheaper
+ * than knex, which prepares every query again and answers in a later turn (docs/performance.md, "Rate
+ * limits"). MariaDB hands the new count back through LAST_INSERT_ID(expr) in the statement's own answer (0 when
  * the row was inserted: the first call), through the knex pool and its db.timeout.
  */
 export function databaseCounters(db: Database, settings: DatabaseSettings): RateLimitCounters {

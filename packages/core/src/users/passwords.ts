@@ -12,8 +12,7 @@ export const MAX_PASSWORD_LENGTH = 1024;
 
 /**
  * At most (cores - 1) hashes at once, at least one: a login storm then leaves a core to the event loop,
- * which keeps serving every other request (measured: status p99 35 ms during a storm with 4 parallel
- * hashes on 2 cores). Past 256 waiting, a login is refused with 503 busy rather than queued forever.
+ * which keeps serving every other request (docs/performance.md, "Logins": status p99 during a storm). Past 256 waiting, a login is refused with 503 busy rather than queued forever.
  */
 const HASHING_SLOTS = Math.max(1, availableParallelism() - 1);
 const MAX_WAITING = 256;
