@@ -434,10 +434,9 @@ for (const dialect of dialects) {
 
     it('one file of 300 endpoints with Unicode field patterns goes live while every /healthz is answered within 2 s', async function () {
       this.timeout(180_000);
-      // re2js takes ~12 ms to compile each of these patterns (a Unicode class under a counted repetition):
-      // the file is ~5 s of compile. The old code compiled a file in one piece, so /healthz waited for all
-      // of it (4.5-12 s on the shared 2-core machine); the compile now gives requests a turn between
-      // endpoints (answers within 0.1-0.4 s there, the longest waits being garbage collections).
+      // Each of these patterns (a Unicode class under a counted repetition) is a long re2js compile: the file
+      // is seconds of it. The old code compiled a file in one piece, so /healthz waited for all of it; the
+      // compile now gives requests a turn between endpoints (figures: docs/performance.md, "3,000 files at once").
       const rules = {
         title: { type: 'string', max_length: 256, pattern: '^[\\p{L}\\p{N} .,:;!?()-]{1,200}$' },
         name: { type: 'string', max_length: 256, pattern: "^[\\p{L} '.-]{1,100}$" },

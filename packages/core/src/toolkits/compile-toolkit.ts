@@ -29,8 +29,8 @@ export interface CompileEnvironment {
   unchanged?(toolkit: string, definition: string): CompiledEndpoint | undefined;
   /**
    * Asked after each endpoint of a file: a promise when the caller wants the event loop to have a turn
-   * before the next one (hot reload: one file of 1,000 endpoints with field patterns held requests for
-   * seconds, as the registry gives requests their turns only between files otherwise).
+   * before the next one (hot reload: one file of many endpoints with field patterns is seconds of compile;
+   * docs/performance.md, "3,000 files at once").
    */
   pause?(): Promise<void> | undefined;
 }

@@ -38,7 +38,7 @@ const READ_AHEAD = 16;
  * The compile gives the event loop a turn after this much work, between files and between the endpoints
  * of a file, so requests (`/healthz`) wait at most about this long while thousands of files, or one file
  * of thousands of endpoints, compile (a read already yields, a reused file does not). What is left in one
- * piece: parsing one file (JSON.parse, or the YAML parser: ~0.5 s for a YAML file near the 1 MB limit).
+ * piece: parsing one file, and one endpoint's compile. Figures: docs/performance.md, "3,000 files at once".
  */
 const SLICE_MS = 10;
 
