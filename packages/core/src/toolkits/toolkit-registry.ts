@@ -35,8 +35,10 @@ export const DEFAULT_MAX_FILE_BYTES = 1_048_576;
 const READ_AHEAD = 16;
 
 /**
- * The compile loop gives the event loop a turn after this much work, so requests (`/healthz`) wait at
- * most about this long while thousands of files compile (a read already yields, a reused file does not).
+ * The compile gives the event loop a turn after this much work, between files and between the endpoints
+ * of a file, so requests (`/healthz`) wait at most about this long while thousands of files, or one file
+ * of thousands of endpoints, compile (a read already yields, a reused file does not). What is left in one
+ * piece: parsing one file, and one endpoint's compile. Figures: docs/performance.md, "3,000 files at once".
  */
 const SLICE_MS = 10;
 
@@ -128,7 +130,13 @@ export class ToolkitRegistry {
 
   private async applyNow(listing: DirectoryListing, trigger: string, removalWaitMs: number): Promise<ReloadOutcome> {
     const schema = await readDatabaseSchema(this.db);
-    const env: CompileEnvironment = { schema, types: this.types, log: this.log, unchanged: (toolkit, definition) => this.liveEndpoint(toolkit, definition) };
+    const env: CompileEnvironment = {
+      schema,
+      types: this.types,
+      log: this.log,
+      unchanged: (toolkit, definition) => this.liveEndpoint(toolkit, definition),
+      pause: timeSlices(SLICE_MS),
+    };
     const fingerprint = schema.fingerprint();
     const records = await this.compileAll(listing, fingerprint, env);
     const results = new Map([...records].map(([file, record]) => [file, record.result]));
@@ -167,12 +175,10 @@ export class ToolkitRegistry {
     const records = new Map<string, FileRecord>();
     const toRead = [...listing.files].filter(([file, signature]) => this.reusable(file, schema)?.signature !== signature).map(([file]) => file);
     const reads = readAhead(toRead, (file) => this.read(file), READ_AHEAD);
-    let sliceStart = performance.now();
     for (const [file, signature] of listing.files) {
       records.set(file, await this.compile(file, signature, schema, env, reads));
-      if (performance.now() - sliceStart < SLICE_MS) continue;
-      await new Promise((resolve) => setImmediate(resolve));
-      sliceStart = performance.now();
+      const pause = env.pause?.();
+      if (pause) await pause;
     }
     return records;
   }
@@ -260,6 +266,20 @@ export class ToolkitRegistry {
 }
 
 type FileRead = { text: string; hash: string } | { problem: string; hash: string | undefined };
+
+/**
+ * A pause for CompileEnvironment: once `ms` of work has run since the last turn, a promise that gives the
+ * event loop one (setImmediate: after the requests and I/O already waiting); before that, nothing to wait for.
+ */
+function timeSlices(ms: number): () => Promise<void> | undefined {
+  let sliceStart = performance.now();
+  return () => {
+    if (performance.now() - sliceStart < ms) return undefined;
+    return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      sliceStart = performance.now();
+    });
+  };
+}
 
 /**
  * `read` of each file, started in order up to `depth` files ahead of the one asked for: ask for the files
