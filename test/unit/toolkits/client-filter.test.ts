@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { coreModule } from '../../support/core-module.js';
 
-const { compileClientFilter, applyClientFilter } =
+const { compileClientFilter, applyClientFilter, patternCache } =
   await coreModule<typeof import('../../../packages/core/dist/toolkits/client-filter.js')>('toolkits/client-filter.js');
 type Config = Parameters<typeof compileClientFilter>[0];
 type Issues = Parameters<typeof compileClientFilter>[1];
@@ -61,5 +61,23 @@ describe('unit: client_filter (toolkits/client-filter.ts)', () => {
       'client_filter.field_rules.c.pattern',
       'client_filter.field_rules.c.pattern',
     ]);
+  });
+
+  it('shares one compiled pattern between the rules of a pass (patternCache), and names a bad one at every use', () => {
+    const compilePattern = patternCache();
+    const rules = { field_rules: { a: { type: 'string' as const, max_length: 10, pattern: '^[a-z]+$' } } };
+    const first = compileClientFilter(rules, [], ['x'], compilePattern);
+    const second = compileClientFilter(rules, [], ['y'], compilePattern);
+    expect(second.fieldRules.get('a')!.pattern!.regex).to.equal(first.fieldRules.get('a')!.pattern!.regex);
+    const apart = compileClientFilter(rules, [], ['z']);
+    expect(apart.fieldRules.get('a')!.pattern!.regex, 'without a cache, a compile of its own').to.not.equal(first.fieldRules.get('a')!.pattern!.regex);
+    const payload = { a: 'abc' };
+    expect(applyClientFilter(second, payload, 'json').problems).to.deep.equal([]);
+    expect(applyClientFilter(second, { a: 'ABC' }, 'json').problems).to.have.length(1);
+    for (const at of ['p', 'q']) {
+      const issues: Issues = [];
+      compileClientFilter({ field_rules: { b: { type: 'string', max_length: 5, pattern: '(' } } }, issues, [at], compilePattern);
+      expect(issues.map((issue) => issue.path.join('.'))).to.deep.equal([`${at}.field_rules.b.pattern`]);
+    }
   });
 });

@@ -8,6 +8,7 @@ import { createLogger, type Logger } from '../log.js';
 import type { EndpointTypes } from '../plugins/endpoint-types.js';
 import type { ConfigIssue } from '../plugins/plugin-api.js';
 import { loadPlugins } from '../plugins/plugin-loader.js';
+import { patternCache } from './client-filter.js';
 import { compileToolkitText } from './compile-toolkit.js';
 import { formatPath } from '../config/schema-issues.js';
 import type { ToolkitProblem } from './config-issues.js';
@@ -104,7 +105,11 @@ function loadForCheck(target: string, config: ServerConfig, log: Logger): Promis
   if (!oneFile) requireToolkitDirectory(target);
   return withLoadedPlugins(config, log, async (types, db) => {
     if (oneFile) {
-      const result = await compileToolkitText(target, await readFile(target, 'utf8'), { schema: await readDatabaseSchema(db), types });
+      const result = await compileToolkitText(target, await readFile(target, 'utf8'), {
+        schema: await readDatabaseSchema(db),
+        types,
+        compilePattern: patternCache(),
+      });
       if (!('toolkit' in result)) return { files: 1, toolkits: [], problems: result.problems, snapshot: new Map() };
       return { files: 1, toolkits: [result.toolkit.name], problems: [], snapshot: new Map([[result.toolkit.name, result.toolkit]]) };
     }

@@ -14,6 +14,29 @@ export const UNBOUNDED_PATTERN_INPUT = 65_536;
 /** Program steps times characters: about 40-160 ms of one core on a loaded 2-core machine (re2js, Node 20). */
 export const PATTERN_BUDGET = 2_000_000;
 
+/** Compiles a field pattern (re2js); throws on a pattern that is not valid RE2. */
+export type PatternCompiler = (source: string) => RE2JS;
+
+/**
+ * A compiler that compiles each distinct pattern once, for one reload pass or one `config check`: files
+ * and endpoints repeat the same patterns, and each re2js compile is slow and keeps its program
+ * (docs/performance.md, "3,000 files at once"). A compiled RE2JS is immutable (each match makes its own
+ * matcher), so endpoints may share one. Made per pass, so it never outlives the patterns in use.
+ */
+export function patternCache(): PatternCompiler {
+  const compiled = new Map<string, RE2JS>();
+  return (source) => {
+    let regex = compiled.get(source);
+    if (!regex) {
+      regex = RE2JS.compile(source);
+      compiled.set(source, regex);
+    }
+    return regex;
+  };
+}
+
+const compileEachTime: PatternCompiler = (source) => RE2JS.compile(source);
+
 export interface CompiledFieldRule {
   type?: FieldType;
   maxLength?: number;
@@ -30,7 +53,12 @@ export interface CompiledClientFilter {
   fieldRules: ReadonlyMap<string, CompiledFieldRule>;
 }
 
-export function compileClientFilter(config: ClientFilterConfig | undefined, issues: Issue[], at: Array<string | number>): CompiledClientFilter {
+export function compileClientFilter(
+  config: ClientFilterConfig | undefined,
+  issues: Issue[],
+  at: Array<string | number>,
+  compilePattern: PatternCompiler = compileEachTime,
+): CompiledClientFilter {
   const filter = config ?? {};
   const allowed = filter.allowed_fields ? new Set(filter.allowed_fields) : undefined;
   for (const [index, field] of (filter.required_fields ?? []).entries()) {
@@ -41,7 +69,7 @@ export function compileClientFilter(config: ClientFilterConfig | undefined, issu
   for (const [field, rule] of Object.entries(filter.field_rules ?? {})) {
     const rulePath = [...at, 'field_rules', field];
     if (allowed && !allowed.has(field)) issues.push({ path: rulePath, message: `${field} has rules but is not in allowed_fields` });
-    fieldRules.set(field, compileRule(rule, issues, rulePath));
+    fieldRules.set(field, compileRule(rule, issues, rulePath, compilePattern));
   }
   return {
     allowedFields: allowed,
@@ -52,7 +80,7 @@ export function compileClientFilter(config: ClientFilterConfig | undefined, issu
   };
 }
 
-function compileRule(rule: FieldRuleConfig, issues: Issue[], at: Array<string | number>): CompiledFieldRule {
+function compileRule(rule: FieldRuleConfig, issues: Issue[], at: Array<string | number>, compilePattern: PatternCompiler): CompiledFieldRule {
   const compiled: CompiledFieldRule = { type: rule.type, maxLength: rule.max_length, allowedValues: rule.allowed_values };
   if (rule.max_length !== undefined && rule.type && !['string', 'array'].includes(rule.type)) {
     issues.push({ path: [...at, 'max_length'], message: `max_length applies to strings and arrays, not ${rule.type}` });
@@ -60,7 +88,7 @@ function compileRule(rule: FieldRuleConfig, issues: Issue[], at: Array<string | 
   if (rule.pattern !== undefined) {
     if (rule.type && rule.type !== 'string') issues.push({ path: [...at, 'pattern'], message: `pattern applies to strings, not ${rule.type}` });
     try {
-      const regex = RE2JS.compile(rule.pattern);
+      const regex = compilePattern(rule.pattern);
       // max_length counts code points, the matcher UTF-16 units: at most two per code point.
       const longest = rule.max_length === undefined ? UNBOUNDED_PATTERN_INPUT : rule.max_length * 2;
       const steps = programSize(regex);

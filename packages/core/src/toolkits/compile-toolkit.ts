@@ -5,7 +5,7 @@ import type { EndpointTypes, RegisteredType } from '../plugins/endpoint-types.js
 import type { CheckEnvironment, ConfigIssue } from '../plugins/plugin-api.js';
 import type { JsonSchema } from '../plugins/response-description.js';
 import { compileRateLimit } from '../rate-limits/rate-limit-rule.js';
-import { compileClientFilter } from './client-filter.js';
+import { compileClientFilter, type PatternCompiler } from './client-filter.js';
 import type { CompiledEndpoint, CompiledToolkit } from './compiled-toolkit.js';
 import { fromZod, UNKNOWN_KEY, validateStandard, type Issue } from '../config/schema-issues.js';
 import type { ToolkitProblem } from './config-issues.js';
@@ -33,6 +33,8 @@ export interface CompileEnvironment {
    * docs/performance.md, "3,000 files at once").
    */
   pause?(): Promise<void> | undefined;
+  /** Field patterns compiled once per pass (client-filter.ts, patternCache); each compiled anew without. */
+  compilePattern?: PatternCompiler;
 }
 
 /** A toolkit, or every problem of the file and, when it can be read, the toolkit name the file declares. */
@@ -155,7 +157,7 @@ async function compileEndpoint(
     return undefined;
   }
   const before = issues.length;
-  const clientFilter = compileClientFilter(config.client_filter, issues, [...at, 'client_filter']);
+  const clientFilter = compileClientFilter(config.client_filter, issues, [...at, 'client_filter'], env.compilePattern);
   const dbContext = compileDbContext(config.inject_db_context, env.schema, clientFilter.allowedFields, issues, [...at, 'inject_db_context']);
   const wrapping = compileWrapping(
     config.overwrite_wrapping,

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Database } from '../db/connect.js';
 import type { Logger } from '../log.js';
 import type { EndpointTypes } from '../plugins/endpoint-types.js';
+import { patternCache } from './client-filter.js';
 import { compileToolkitText, refused, type CompileEnvironment, type CompileResult } from './compile-toolkit.js';
 import type { CompiledEndpoint } from './compiled-toolkit.js';
 import { problemFields, type ToolkitProblem } from './config-issues.js';
@@ -136,6 +137,7 @@ export class ToolkitRegistry {
       log: this.log,
       unchanged: (toolkit, definition) => this.liveEndpoint(toolkit, definition),
       pause: timeSlices(SLICE_MS),
+      compilePattern: patternCache(),
     };
     const fingerprint = schema.fingerprint();
     const records = await this.compileAll(listing, fingerprint, env);
