@@ -35,6 +35,24 @@ function answerIn(text: string): { status: number; head: string; body: Record<st
   return { status: Number(head.split(' ')[1]), head, body: JSON.parse(text.slice(split + 4)) };
 }
 
+/** The answer to a stalled body: 408 request_timeout naming server.body_timeout, and the connection closed. */
+function expectTimedOut(text: string, path: string, bodyTimeoutS = 1) {
+  const answer = answerIn(text);
+  expect(answer.status).to.equal(408);
+  expect(answer.head.toLowerCase()).to.include('connection: close');
+  expect(answer.body).to.deep.include({ success: false, endpoint: path });
+  expect(answer.body.error).to.deep.include({ code: 'request_timeout', details: { body_timeout_s: bodyTimeoutS } });
+}
+
+const stalledLogin = [
+  'POST /api/auth/login HTTP/1.1',
+  'Host: 127.0.0.1',
+  'Content-Type: application/json',
+  'Content-Length: 100',
+  '',
+  '{"username":"sam",',
+].join('\r\n');
+
 /** server.body_timeout (issue 22, defect 16): a stalled body is answered 408 and its connection closed, on /auth/login too. */
 describe(`stalled request bodies (${dialects[0]!.name})`, function () {
   this.timeout(60_000);
@@ -49,20 +67,9 @@ describe(`stalled request bodies (${dialects[0]!.name})`, function () {
       env: { TKGATE_BODY_TIMEOUT: '1s' },
     },
   );
-  const expectTimedOut = (text: string, path: string) => {
-    const answer = answerIn(text);
-    expect(answer.status).to.equal(408);
-    expect(answer.head.toLowerCase()).to.include('connection: close');
-    expect(answer.body).to.deep.include({ success: false, endpoint: path });
-    expect(answer.body.error).to.deep.include({ code: 'request_timeout', details: { body_timeout_s: 1 } });
-  };
 
   it('POST /auth/login with a Content-Length and half its body, then silence: 408 request_timeout, connection closed', async () => {
-    const text = await stalledRequest(
-      s.gateway.port,
-      ['POST /api/auth/login HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json', 'Content-Length: 100', '', '{"username":"sam",'].join('\r\n'),
-    );
-    expectTimedOut(text, '/api/auth/login');
+    expectTimedOut(await stalledRequest(s.gateway.port, stalledLogin), '/api/auth/login');
   });
 
   it('a chunked body to a toolkit endpoint that stops after its first chunk: the same', async () => {
@@ -87,5 +94,15 @@ describe(`stalled request bodies (${dialects[0]!.name})`, function () {
   it('a whole body is read as before', async () => {
     expect((await s.auth.login('sam', 'not-the-password')).status).to.equal(401);
     expect((await s.auth.login('sam', passwordOf('sam'))).status).to.equal(200);
+  });
+});
+
+/** The default server.body_timeout (30s), without the variable: the setting as shipped, in any version. */
+describe(`a stalled request body with the default server.body_timeout (${dialects[0]!.name})`, function () {
+  this.timeout(150_000);
+  const s = withGateway(dialects[0]!, [{ username: 'sam' }], {}, { process: true });
+
+  it("POST /auth/login with half its body: 408 request_timeout, well before Node's own 300 s", async () => {
+    expectTimedOut(await stalledRequest(s.gateway.port, stalledLogin, 120_000), '/api/auth/login', 30);
   });
 });

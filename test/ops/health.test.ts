@@ -58,7 +58,7 @@ describe('readiness with the database gone (a private MariaDB paused, then kille
 
   it('is 503 naming the database while it does not answer within 1 s, ready again once it does, 503 once it is gone', async () => {
     expect((await readyz()).status).to.equal(200);
-    mariadb!.pause();
+    await mariadb!.pause();
     // SIGSTOP takes effect when the kernel next schedules the server: a probe already on its way may still be answered.
     const hanging = await eventually('/readyz 503 while the database is paused', async () => {
       const reply = await readyz();

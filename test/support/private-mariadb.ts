@@ -1,4 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -12,8 +13,11 @@ import { tempDir } from './paths.js';
  */
 export interface PrivateMariadb {
   readonly url: string;
-  pause(): void;
+  /** SIGSTOP; resolves once the kernel shows the server stopped (it takes effect at its next scheduling). */
+  pause(): Promise<void>;
   resume(): void;
+  /** How many client connections the server has, besides the one asking. */
+  clientConnections(): Promise<number>;
   kill(): Promise<void>;
 }
 
@@ -68,10 +72,27 @@ export async function startPrivateMariadb(): Promise<PrivateMariadb> {
     60_000,
   );
   const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+  // The third field of /proc/<pid>/stat, after the command name in parentheses: T once stopped.
+  const state = () =>
+    readFileSync(`/proc/${server.pid}/stat`, 'latin1')
+      .replace(/^.*\) /s, '')
+      .split(' ')[0];
   return {
     url: `mysql://root@127.0.0.1:${port}/tkgate`,
-    pause: () => server.kill('SIGSTOP'),
+    pause: async () => {
+      server.kill('SIGSTOP');
+      await eventually('the private mariadbd stopped', () => state() === 'T');
+    },
     resume: () => server.kill('SIGCONT'),
+    clientConnections: async () => {
+      const conn = await mysql.createConnection(admin);
+      try {
+        const [rows] = await conn.query("SELECT COUNT(*) AS n FROM information_schema.processlist WHERE id <> CONNECTION_ID() AND command <> 'Daemon'");
+        return Number((rows as Array<{ n: number }>)[0]!.n);
+      } finally {
+        await conn.end();
+      }
+    },
     kill: async () => {
       server.kill('SIGKILL');
       await exited;
