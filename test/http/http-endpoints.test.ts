@@ -7,6 +7,7 @@ import { withGateway } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
 import { startUpstream, type Upstream } from '../support/upstream.js';
 import { runConfig, transportRuns } from './transport-runs.js';
+import { downloadPeakGrowth } from '../support/process-memory.js';
 
 const upstream: Upstream = await startUpstream();
 after(() => upstream.close());
@@ -47,12 +48,6 @@ const proxy = {
     route('endless', `${upstream.url}/endless`, { passthrough: true, timeout: '5s' }),
   ],
 };
-
-/** RSS of a process, in MB. */
-async function rssMb(pid: number): Promise<number> {
-  const { readFile } = await import('node:fs/promises');
-  return Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-}
 
 for (const run of transportRuns) {
   describe(`http endpoints (${run.dialect.name}, ${run.name})`, () => {
@@ -203,26 +198,7 @@ for (const run of transportRuns) {
       const token = await s.login('xavi');
       const pid = s.gateway.child.pid!;
       /** Downloads through the gateway as fast as loopback allows; returns the gateway's RSS growth at its peak. */
-      const download = async (path: string, size: number) => {
-        const before = await rssMb(pid);
-        let peak = before;
-        let received = 0;
-        let lastSample = 0;
-        const response = await fetch(`${s.gateway.base}/tk/app/proxy/${path}`, { headers: { authorization: `Bearer ${token}` } });
-        expect(response.headers.get('content-length')).to.equal(String(size));
-        const reader = response.body!.getReader();
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          received += value.length;
-          if (received - lastSample > 4 * 1024 * 1024) {
-            lastSample = received;
-            peak = Math.max(peak, await rssMb(pid));
-          }
-        }
-        expect(received).to.equal(size);
-        return peak - before;
-      };
+      const download = (path: string, size: number) => downloadPeakGrowth(`${s.gateway.base}/tk/app/proxy/${path}`, token, pid, size);
       // One small download first: compiling the download path is not what this measures.
       await (await fetch(`${s.gateway.base}/tk/app/proxy/file`, { headers: { authorization: `Bearer ${token}` } })).arrayBuffer();
       const growth100 = await download('100mb', 100 * 1024 * 1024);

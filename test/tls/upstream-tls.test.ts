@@ -13,6 +13,7 @@ import { withDatabase, withGateway } from '../support/suite.js';
 import { toolkitDir, writeToolkit } from '../support/toolkit-files.js';
 import { startUpstream } from '../support/upstream.js';
 import { runConfig, transportRuns } from '../http/transport-runs.js';
+import { downloadPeakGrowth, rssMb } from '../support/process-memory.js';
 
 const certs = makeCertificates();
 const read = (file: string) => readFileSync(file);
@@ -61,11 +62,6 @@ const endpoints = cases.flatMap(([name, url, tls]) => [
 ]);
 endpoints.push({ path: '100mb', method: 'GET', type: 'http', upstream: { url: `${mutual.url}/100mb`, timeout: '5s', passthrough: true, tls: CLIENT } });
 endpoints.push({ path: '300mb', method: 'GET', type: 'http', upstream: { url: `${mutual.url}/300mb`, timeout: '5s', passthrough: true, tls: CLIENT } });
-
-async function rssMb(pid: number): Promise<number> {
-  const { readFile } = await import('node:fs/promises');
-  return Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-}
 
 for (const run of transportRuns) {
   describe(`https upstreams (${run.dialect.name}, ${run.name})`, () => {
@@ -127,26 +123,7 @@ for (const run of transportRuns) {
     it('streams https passthrough downloads with flat memory: growth does not follow their size', async () => {
       const token = await s.login('xavi');
       const pid = s.gateway.child.pid!;
-      const download = async (path: string, size: number) => {
-        const before = await rssMb(pid);
-        let peak = before;
-        let received = 0;
-        let lastSample = 0;
-        const response = await fetch(`${s.gateway.base}/tk/app/secure/${path}`, { headers: { authorization: `Bearer ${token}` } });
-        expect(response.headers.get('content-length')).to.equal(String(size));
-        const reader = response.body!.getReader();
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          received += value.length;
-          if (received - lastSample > 4 * 1024 * 1024) {
-            lastSample = received;
-            peak = Math.max(peak, await rssMb(pid));
-          }
-        }
-        expect(received).to.equal(size);
-        return peak - before;
-      };
+      const download = (path: string, size: number) => downloadPeakGrowth(`${s.gateway.base}/tk/app/secure/${path}`, token, pid, size);
       // One whole download first: TLS's own start-up (its heap, the young generation sized for 16 KiB reads) is not
       // what this measures. Seen without it: +28 MB for the first 100 MB, +6 MB for the 300 MB after it.
       await download('100mb', 100 * 1024 * 1024);
