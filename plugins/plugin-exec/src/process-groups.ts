@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 /** SIGKILLs a whole process group (a command and everything it started); a group already gone is fine. */
 export function killGroup(pgid: number): void {
@@ -39,6 +39,27 @@ function processes(): ProcessStat[] | undefined {
     found.push({ pid: Number(entry), ppid: Number(ppid), pgrp: Number(pgrp), running: state !== 'Z' && state !== 'X' });
   }
   return found;
+}
+
+/**
+ * Whether the process runs: not gone, and not a zombie (killed, not yet reaped: a helper re-parented to init
+ * stays one until init reaps it). Without /proc, what kill(2) says.
+ */
+export function processRunning(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' && existsSync('/proc/self/stat')) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  const state = stat.charAt(stat.lastIndexOf(')') + 2);
+  return state !== 'Z' && state !== 'X';
 }
 
 /** Whether any process of the group is still running: zombies (killed, not yet reaped by init) are dead. */

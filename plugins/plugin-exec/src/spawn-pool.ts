@@ -1,6 +1,6 @@
 import type { Logger } from '@tkgate/core';
 import type { HelperLink, LaunchHelper } from './helper-link.js';
-import { killGroupAndWait, killTree } from './process-groups.js';
+import { killGroupAndWait, killTree, processRunning } from './process-groups.js';
 import type { ProcessOutcome, ProcessSpec } from './run-process.js';
 import type { HelperReply, HelperRequest } from './spawn-helper.js';
 
@@ -58,6 +58,7 @@ export class SpawnPool {
   ) {}
 
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
+    this.replaceDeadHelpers();
     while (this.helpers.length < this.size) this.helpers.push(this.startHelper());
     this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
     const helper = this.helpers.reduce((best, candidate) => (candidate.runs.size < best.runs.size ? candidate : best));
@@ -84,6 +85,18 @@ export class SpawnPool {
     this.closing = true;
     clearInterval(this.sweeper);
     for (const helper of this.helpers) helper.link?.close();
+  }
+
+  /**
+   * A helper killed a moment ago is told to the pool only when the end of its link is read, later in the
+   * event loop; a run sent to it meanwhile would fail as spawn_failed without ever starting (two helpers
+   * killed at once, and the first one's failed run admits a queued one). So each run first looks at the
+   * helpers' processes (one /proc read each) and replaces the dead ones.
+   */
+  private replaceDeadHelpers(): void {
+    for (const helper of [...this.helpers]) {
+      if (!helper.gone && helper.pid !== undefined && !processRunning(helper.pid)) this.helperGone(helper);
+    }
   }
 
   private send(helper: Helper, message: HelperRequest): void {
