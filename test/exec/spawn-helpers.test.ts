@@ -53,6 +53,11 @@ const stalling = script('stalling', 'echo $$ > "$PID_FILE"; sleep 60');
 const sixtyMb = script('sixty-mb', 'head -c 62914560 /dev/zero | tr "\\000" a');
 const text = script('text', 'echo fine');
 const pidFile = path.join(work, 'sleep.pid');
+/** The pid the group leader wrote, once written whole: the shell creates the file before it writes the pid. */
+const writtenPid = (): number | undefined => {
+  const text = existsSync(pidFile) ? readFileSync(pidFile, 'utf8') : '';
+  return /^\d+\n$/.test(text) ? Number(text) : undefined;
+};
 
 const SECRET = 'mysql://tkgate:hunter2-gateway-secret@127.0.0.1:3306/tkgate';
 /** The gateway's own database URL (unused on SQLite, read all the same), its password a marker. */
@@ -151,8 +156,8 @@ for (const spawner of ['native', 'node'] as const) {
       rmSync(pidFile, { force: true });
       const c = await client();
       const running = c.get('helpers', 'group');
-      for (let i = 0; i < 400 && !existsSync(pidFile); i++) await sleep(25);
-      const sleeper = Number(readFileSync(pidFile, 'utf8'));
+      for (let i = 0; i < 400 && writtenPid() === undefined; i++) await sleep(25);
+      const sleeper = writtenPid()!;
       expect(alive(sleeper)).to.equal(true);
       // Queued behind the running one (max_concurrency 1): admitted only once its place is free.
       const queued = c.get('helpers', 'group');
@@ -163,9 +168,9 @@ for (const spawner of ['native', 'node'] as const) {
       // The place was freed only after the group died: the sleep the command started is gone already.
       expect(alive(sleeper)).to.equal(false);
       // The queued run got a new helper; stop it the same way a client leaving would (its sleep is 60 s).
-      for (let i = 0; i < 400 && Number(readFileSync(pidFile, 'utf8')) === sleeper; i++) await sleep(25);
-      const second = Number(readFileSync(pidFile, 'utf8'));
-      expect(second).not.to.equal(sleeper);
+      for (let i = 0; i < 400 && (writtenPid() ?? sleeper) === sleeper; i++) await sleep(25);
+      const second = writtenPid()!;
+      expect(second, "the queued run's own sleep").to.be.a('number').and.not.equal(sleeper);
       for (const pid of await helperPids()) process.kill(pid, 'SIGKILL');
       expect((await queued).status).to.equal(500);
       expect(alive(second)).to.equal(false);
@@ -241,8 +246,8 @@ for (const spawner of ['native', 'node'] as const) {
       rmSync(pidFile, { force: true });
       const { gateway, c } = await ownGateway();
       const running = c.get('helpers', 'group').catch(() => undefined);
-      await eventually('the command started', () => existsSync(pidFile));
-      const sleeper = Number(readFileSync(pidFile, 'utf8'));
+      await eventually('the command started', () => writtenPid() !== undefined);
+      const sleeper = writtenPid()!;
       const ownHelpers = await helpersOf(gateway, spawner);
       await gateway.stop('SIGKILL');
       await running;
