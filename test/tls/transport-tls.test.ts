@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import {
   gotTransport,
@@ -9,10 +8,10 @@ import {
   undiciTransport,
   UpstreamFailure,
   type UpstreamRequest,
-  type UpstreamResponse,
   type UpstreamTls,
   type UpstreamTransport,
 } from '@tkgate/plugin-http/upstream';
+import { bodyOf } from '../support/upstream-bodies.js';
 import { makeCertificates } from '../support/certificates.js';
 
 /**
@@ -72,21 +71,6 @@ const requestTo = (url: string, tls: UpstreamTls | undefined, streamed: boolean)
     whenClientGone: () => () => undefined,
   };
 };
-
-async function bodyOf(response: UpstreamResponse): Promise<string> {
-  const chunks: Buffer[] = [];
-  if (typeof response.body === 'function') {
-    await response.body(
-      new Writable({
-        write(chunk: Buffer, _encoding, callback) {
-          chunks.push(Buffer.from(chunk));
-          callback();
-        },
-      }),
-    );
-  } else for await (const chunk of response.body) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString();
-}
 
 const reasonOf = (call: Promise<unknown>) =>
   call.then(

@@ -1,16 +1,8 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { expect } from 'chai';
-import {
-  gotTransport,
-  readerTransport,
-  undiciTransport,
-  UpstreamFailure,
-  type UpstreamRequest,
-  type UpstreamResponse,
-  type UpstreamTransport,
-} from '@tkgate/plugin-http/upstream';
+import { gotTransport, readerTransport, undiciTransport, UpstreamFailure, type UpstreamRequest, type UpstreamTransport } from '@tkgate/plugin-http/upstream';
+import { bodyOf } from '../../support/upstream-bodies.js';
 import { onRequests } from '../raw-requests.js';
 
 /**
@@ -94,20 +86,6 @@ describe('upstream transports: one conformance suite', () => {
         return () => controller.signal.removeEventListener('abort', listener);
       },
     };
-  };
-  const bodyOf = async (response: UpstreamResponse): Promise<string> => {
-    const chunks: Buffer[] = [];
-    if (typeof response.body === 'function') {
-      await response.body(
-        new Writable({
-          write(chunk: Buffer, _encoding, callback) {
-            chunks.push(Buffer.from(chunk));
-            callback();
-          },
-        }),
-      );
-    } else for await (const chunk of response.body) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks).toString();
   };
   /** The reason the call failed with (and that it failed with an UpstreamFailure). */
   const reasonOf = async (call: Promise<unknown>): Promise<string> => {
