@@ -1,6 +1,7 @@
 import * as client from 'openid-client';
 import { coreError } from '../../errors.js';
 import type { GatewayContext } from '../../http/context.js';
+import { takeBrowserBinding } from './browser-binding.js';
 import { mapClaims } from './claim-mapping.js';
 import { providerOf } from './login-route.js';
 import type { OidcServices } from './oidc-services.js';
@@ -32,7 +33,8 @@ function refusalOf(err: unknown): SignInRefusal {
 }
 
 /**
- * GET {base}/auth/oidc/:provider/callback?code&state: the pending login of `state` (once), the code exchanged
+ * GET {base}/auth/oidc/:provider/callback?code&state: the pending login of `state` (once), from the browser that
+ * started it (its cookie, browser-binding.ts: else #error=invalid_state, the code unused), the code exchanged
  * with its PKCE verifier, the ID token checked by openid-client (signature from the JWKS, iss, aud, azp, exp,
  * iat, nonce; OIDC Core 3.1.3.7), the user matched by (provider, sub) and mapped from the claims, then 302 to
  * return_to#login_code=…; any failure after the state is known goes to return_to#error=….
@@ -43,7 +45,9 @@ export function oidcCallback(services: OidcServices) {
     const state = ctx.query.state;
     const pending = typeof state === 'string' && state.length <= 256 ? await services.pending.take(state) : undefined;
     if (!pending || pending.provider !== provider.config.name) throw invalidState();
+    const sameBrowser = takeBrowserBinding(ctx, state as string);
     try {
+      if (!sameBrowser) throw new SignInRefused('invalid_state', 'the callback came from another browser than the one that started the sign-in');
       const code = await signIn(services, ctx, provider, pending, state as string);
       services.log.info('oidc sign-in', { request_id: ctx.state.requestId, provider: provider.config.name });
       redirectWithFragment(ctx, pending.returnTo, { login_code: code });

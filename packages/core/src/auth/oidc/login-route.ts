@@ -3,6 +3,7 @@ import { coreError, GatewayError, notFound } from '../../errors.js';
 import type { GatewayContext } from '../../http/context.js';
 import type { OidcServices } from './oidc-services.js';
 import { redirectUriOf, requestOrigin } from './oidc-services.js';
+import { bindToBrowser } from './browser-binding.js';
 import { isAllowedReturnTo } from './return-to.js';
 
 /** The provider a route names: 404 provider_not_found when auth.oidc.providers has none of that name. */
@@ -14,7 +15,7 @@ export function providerOf({ providers }: OidcServices, ctx: GatewayContext) {
 
 /**
  * GET {base}/auth/oidc/:provider/login?return_to=URL: a pending login (state, nonce, PKCE verifier, return_to)
- * stored for 10 minutes, then 302 to the provider's authorization endpoint (code flow, PKCE S256).
+ * stored for 10 minutes and bound to this browser by a cookie (browser-binding.ts), then 302 to the provider's authorization endpoint (code flow, PKCE S256).
  */
 export function oidcLogin(services: OidcServices) {
   return async (ctx: GatewayContext): Promise<void> => {
@@ -33,6 +34,7 @@ export function oidcLogin(services: OidcServices) {
     const codeVerifier = client.randomPKCECodeVerifier();
     await services.pending.purgeExpired();
     await services.pending.add(state, { provider: provider.config.name, nonce, codeVerifier, returnTo });
+    bindToBrowser(ctx, state);
     const url = client.buildAuthorizationUrl(provider.discovered, {
       redirect_uri: redirectUriOf(services.config, provider.config, requestOrigin(ctx)),
       scope: provider.config.scopes.join(' '),
