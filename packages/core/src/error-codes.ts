@@ -19,7 +19,10 @@ export const CORE_ERROR_CODES = {
   },
   invalid_password: { status: 400, meaning: 'A new password is empty or too long (CLI).' },
   invalid_power: { status: 400, meaning: 'A power level is not a whole number (CLI).' },
-  invalid_return_to: { status: 400, meaning: "An OIDC login's return_to is not under one of the provider's allowed return_to prefixes." },
+  invalid_return_to: {
+    status: 400,
+    meaning: "An OIDC login's return_to is not under one of the provider's allowed return_to prefixes, or is longer than 2 KiB.",
+  },
   invalid_state: { status: 400, meaning: 'An OIDC callback whose state is unknown, already used or expired (the sign-in must start again).' },
   invalid_login_code: { status: 400, meaning: 'An OIDC login_code that is unknown, already exchanged or expired (60 s).' },
   unauthorized: { status: 401, meaning: 'No session token, or one that is unknown, expired or logged out.' },
@@ -46,7 +49,7 @@ export const CORE_ERROR_CODES = {
   rate_limited: {
     status: 429,
     meaning:
-      "Too many failed logins for this username and client address, or an endpoint's rate_limit is used up for this window (`RateLimit-Policy` names it); `Retry-After` says when to try again.",
+      "Too many failed logins for this username and client address, too many OIDC sign-ins started from one client address (60 per 10 minutes), or an endpoint's rate_limit is used up for this window (`RateLimit-Policy` names it); `Retry-After` says when to try again.",
   },
   internal_error: { status: 500, meaning: 'Anything unexpected; the cause is logged with the request id, never shown.' },
   db_context_failed: { status: 500, meaning: 'inject_db_context could not read the database.' },
