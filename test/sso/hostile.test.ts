@@ -89,6 +89,7 @@ for (const dialect of dialects) {
       ['for another audience', (token) => signed({ ...claimsOf(token), aud: 'another-client' }, s.idp.signingKey, s.idp.kid)],
       ['from another issuer', (token) => signed({ ...claimsOf(token), iss: 'http://127.0.0.1:1' }, s.idp.signingKey, s.idp.kid)],
       ['expired', (token) => signed({ ...claimsOf(token), iat: now() - 7200, exp: now() - 3600 }, s.idp.signingKey, s.idp.kid)],
+      ['issued an hour in the future', (token) => signed({ ...claimsOf(token), iat: now() + 3600, exp: now() + 7200 }, s.idp.signingKey, s.idp.kid)],
       ['without its nonce', (token) => signed(withoutNonce(claimsOf(token)), s.idp.signingKey, s.idp.kid)],
       ['with another nonce', (token) => signed({ ...claimsOf(token), nonce: 'not-the-nonce' }, s.idp.signingKey, s.idp.kid)],
       ['with alg none', async (token) => unsigned(claimsOf(token))],
@@ -116,6 +117,19 @@ for (const dialect of dialects) {
       const answer = await visitCallback(`${callbackUrl(s.base)}?${new URLSearchParams({ error: 'access_denied', state, iss: s.idp.issuer })}`, agent);
       expect(answer.location).to.equal(`${RETURN_TO}#error=access_denied`);
       await nothingCreated();
+    });
+
+    it('a token endpoint that does not answer in time is #error=access_denied (the provider failed, not the token)', async function () {
+      this.timeout(90_000);
+      s.idp.tokenDelayMs = 15_000;
+      try {
+        const { agent, callback } = await callbackOf();
+        const answer = await visitCallback(callback, agent);
+        expect(answer.location).to.equal(`${RETURN_TO}#error=access_denied`);
+        await nothingCreated();
+      } finally {
+        s.idp.tokenDelayMs = 0;
+      }
     });
 
     const refused = [

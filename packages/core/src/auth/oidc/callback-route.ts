@@ -11,6 +11,15 @@ import type { OidcProvider } from './provider-registry.js';
 import type { PendingLogin } from './pending-logins.js';
 import { isUniqueViolation } from './unique-violation.js';
 
+/** How far ahead of this gateway's clock a provider's clock may be (an ID token's iat). */
+const IAT_LEEWAY_S = 60;
+
+/**
+ * openid-client's codes for a provider that failed rather than sent a bad token: it did not answer within the
+ * request timeout (the discovery's, 10 s), or answered with an unexpected status or no JSON.
+ */
+const PROVIDER_FAILURES = new Set(['OAUTH_TIMEOUT', 'OAUTH_ABORT', 'OAUTH_RESPONSE_IS_NOT_CONFORM', 'OAUTH_RESPONSE_IS_NOT_JSON']);
+
 const invalidState = () => coreError('invalid_state', 'unknown, used or expired sign-in state: start the sign-in again');
 
 /** 302 to the pending login's return_to with the outcome in the fragment (never in the query, never logged). */
@@ -27,6 +36,7 @@ function refusalOf(err: unknown): SignInRefusal {
   if (err instanceof SignInRefused) return err.code;
   if (err instanceof client.ResponseBodyError || err instanceof client.AuthorizationResponseError) return 'access_denied';
   if (err instanceof TypeError && /fetch/i.test(err.message)) return 'access_denied';
+  if (err instanceof client.ClientError && PROVIDER_FAILURES.has(String(err.code))) return 'access_denied';
   // Another sign-in created the same username (or the same subject) at the same moment.
   if (isUniqueViolation(err)) return 'account_conflict';
   return 'invalid_id_token';
@@ -78,6 +88,8 @@ async function signIn(services: OidcServices, ctx: GatewayContext, provider: Oid
   });
   const claims = tokens.claims();
   if (!claims) throw new SignInRefused('invalid_id_token', 'no ID token');
+  // openid-client checks that iat is a number, not that it has passed: a token from the future is refused here.
+  if (claims.iat > Date.now() / 1000 + IAT_LEEWAY_S) throw new SignInRefused('invalid_id_token', 'the ID token was issued in the future');
   const user = await signInUser(services.db, { provider: config.name, subject: claims.sub, createUsers: config.create_users }, mapClaims(claims, config));
   const endSession = provider.discovered.serverMetadata().end_session_endpoint
     ? client.buildEndSessionUrl(provider.discovered, config.post_logout_redirect_uri ? { post_logout_redirect_uri: config.post_logout_redirect_uri } : {}).href
