@@ -17,6 +17,12 @@ export const CORE_ERROR_CODES = {
     meaning:
       'The request body or query failed client_filter (or a query parameter of GET admin/audit is invalid), or could not be read; `details` names each field and rule.',
   },
+  bad_request: { status: 400, meaning: "A plugin's middleware refused the request with Koa's `ctx.throw(400)`; the message is the middleware's." },
+  client_error: {
+    status: 400,
+    meaning:
+      "A plugin's middleware refused the request with Koa's `ctx.throw` and a 4xx status that has no code of its own here (418, 422...): the answer has that status and the middleware's message.",
+  },
   invalid_password: { status: 400, meaning: 'A new password is empty or too long (CLI).' },
   invalid_power: { status: 400, meaning: 'A power level is not a whole number (CLI).' },
   invalid_return_to: {
@@ -46,6 +52,7 @@ export const CORE_ERROR_CODES = {
   too_many_keys: { status: 409, meaning: 'The user has auth.api_keys_per_user live (neither revoked nor expired) API keys already.' },
   request_timeout: { status: 408, meaning: 'The request body did not arrive within server.body_timeout; the connection is closed.' },
   payload_too_large: { status: 413, meaning: 'The body is larger than server.max_body_bytes.' },
+  unsupported_media_type: { status: 415, meaning: "A plugin's middleware refused the request's content type (Koa's `ctx.throw(415)`)." },
   rate_limited: {
     status: 429,
     meaning:
