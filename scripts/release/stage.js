@@ -37,13 +37,15 @@ function copyWorkspaces(root, modules) {
       copyFileSync(path.join(root, workspace, file), path.join(dest, file));
     }
   }
-  // The exec plugin's native helper is built by its install script, so it is not among the packed files.
-  const helper = 'native/build/tkgate-spawn-helper';
-  if (!existsSync(path.join(root, 'plugins/plugin-exec', helper)))
+  // The exec plugin's native helper and not-dumpable module are built by its install script, so they are not among the packed files.
+  const built = ['native/build/tkgate-spawn-helper', 'native/build/tkgate-not-dumpable.node'];
+  if (!built.every((file) => existsSync(path.join(root, 'plugins/plugin-exec', file))))
     execFileSync(process.execPath, [path.join(root, 'plugins/plugin-exec/native/build.js')], { stdio: 'inherit' });
-  if (!existsSync(path.join(root, 'plugins/plugin-exec', helper))) throw new Error(`plugins/plugin-exec/${helper} could not be built (is there a C compiler?)`);
   mkdirSync(path.join(modules, '@tkgate/plugin-exec/native/build'), { recursive: true });
-  copyFileSync(path.join(root, 'plugins/plugin-exec', helper), path.join(modules, '@tkgate/plugin-exec', helper));
+  for (const file of built) {
+    if (!existsSync(path.join(root, 'plugins/plugin-exec', file))) throw new Error(`plugins/plugin-exec/${file} could not be built (is there a C compiler?)`);
+    copyFileSync(path.join(root, 'plugins/plugin-exec', file), path.join(modules, '@tkgate/plugin-exec', file));
+  }
 }
 
 /**

@@ -42,6 +42,14 @@ const filters = {
       client_filter: { allowed_content_types: ['application/x-www-form-urlencoded'], field_rules: { n: { type: 'integer' }, on: { type: 'boolean' } } },
     },
     {
+      // A bounded pattern without max_length: loaded on the previous release, and still (its own bound, 20, applies).
+      path: 'bounded',
+      method: 'POST',
+      type: 'internal',
+      handler: 'echo',
+      client_filter: { field_rules: { code: { type: 'string', pattern: '^[a-z]{1,20}$' }, either: { pattern: '^(?:[a-z]{1,30}|[0-9]{1,50})$' } } },
+    },
+    {
       path: 'redos',
       method: 'POST',
       type: 'internal',
@@ -150,6 +158,21 @@ for (const dialect of dialects) {
       expect(took).to.be.below(2000);
       const fine = await c.post('filters', 'redos', { s: 'aaaa', t: 'aaa' });
       expect(fine.status).to.equal(200);
+    });
+
+    it('loads a small bounded pattern without max_length (^[a-z]{1,20}$), and refuses longer values as not matching it', async () => {
+      const c = await client();
+      const fine = await c.post('filters', 'bounded', { code: 'a'.repeat(20), either: '9'.repeat(50) });
+      expect(fine.status, JSON.stringify(fine.body)).to.equal(200);
+      for (const [field, value, source] of [
+        ['code', 'a'.repeat(21), '^[a-z]{1,20}$'],
+        ['code', 'a'.repeat(100_000), '^[a-z]{1,20}$'],
+        ['either', '9'.repeat(51), '^(?:[a-z]{1,30}|[0-9]{1,50})$'],
+      ] as const) {
+        const reply = await c.post('filters', 'bounded', { [field]: value });
+        expect(reply.status).to.equal(400);
+        expect(reply.body.error.details).to.deep.equal([{ field, rule: 'pattern', message: `${field} must match ${source}` }]);
+      }
     });
 
     it('leaves a GET with a body unread and takes its payload from the query string', async () => {

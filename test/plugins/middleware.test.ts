@@ -12,6 +12,7 @@ import { tempDir } from '../support/paths.js';
 const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
 const middlewarePlugin = path.join(fixtures, 'middleware-plugin.js');
 const latePlugin = path.join(fixtures, 'late-middleware-plugin.js');
+const misbehavingPlugin = path.join(fixtures, 'misbehaving-middleware-plugin.js');
 
 /** What koa-helmet sets on every answer with its defaults. */
 const HELMET_HEADERS = {
@@ -77,6 +78,68 @@ for (const dialect of dialects) {
       const token = await s.login('ann');
       const answer = await s.auth.status(token);
       expect(order(answer.headers)).to.deep.equal(['request', 'request-second', 'late-plugin']);
+    });
+  });
+}
+
+for (const dialect of dialects.slice(0, 1)) {
+  describe(`plugin middleware that misbehaves is answered in the envelope (${dialect.name})`, () => {
+    const s = withGateway(
+      dialect,
+      [{ username: 'ann', power: 10 }],
+      { plugins: [...pluginsWithTestFunctions, misbehavingPlugin] },
+      {
+        toolkitsDir: toolkitDir({
+          'notes.yaml': {
+            name: 'notes',
+            type: 'app',
+            endpoints: [echoEndpoint(), { path: 'slow', method: 'POST', type: 'internal', handler: 'sleep', audit: true }],
+          },
+        }),
+      },
+    );
+    const misbehave = (how: string, token?: string) =>
+      call('POST', `${s.gateway.base}/tk/app/notes/slow`, { token, body: { n: 1 }, headers: { 'x-misbehave': how } });
+    const errorLines = (msg: string) => s.gateway.logs.filter((line) => line.msg === msg && line.level === 'error');
+
+    const thrown: Array<[number, string]> = [
+      [400, 'bad_request'],
+      [401, 'unauthorized'],
+      [403, 'forbidden'],
+      [413, 'payload_too_large'],
+      [415, 'unsupported_media_type'],
+      [429, 'rate_limited'],
+      [418, 'client_error'],
+    ];
+    for (const [status, code] of thrown) {
+      it(`ctx.throw(${status}) is ${status} ${code} in the envelope, with the middleware's message and headers`, async () => {
+        const answer = await misbehave(`throw-${status}`);
+        expect(answer.status).to.equal(status);
+        expect(answer.body).to.deep.include({ success: false });
+        expect(answer.body.error).to.deep.equal({ code, message: `refused by the test middleware (${status})` });
+        expect(answer.headers.get('retry-after')).to.equal('7');
+      });
+    }
+
+    it("a middleware that does not await next() gets the endpoint's real answer (and audit), and an error line naming the plugin", async () => {
+      const token = await s.login('ann');
+      const answer = await misbehave('no-await', token);
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      expect(answer.body.data).to.deep.include({ slept: true });
+      const [line] = errorLines('plugin middleware returned before the request was answered (it does not await next())');
+      expect(line).to.include({ plugin: 'tkgate-test-misbehaving-middleware', point: 'before:execute' });
+      const [event] = await s.bed.db('audit_events').where({ endpoint: 'slow' }).orderBy('id', 'desc').limit(1);
+      expect(event).to.include({ status: 200, code: 'ok' });
+    });
+
+    it('a body stream that fails before its first byte is 500 internal_error in the envelope, and an error line naming the plugin', async () => {
+      const token = await s.login('ann');
+      const answer = await call('GET', `${s.gateway.base}/tk/app/notes/echo`, { token, headers: { 'x-misbehave': 'failing-stream' } });
+      expect(answer.status).to.equal(500);
+      expect(answer.body.error.code).to.equal('internal_error');
+      expect(JSON.stringify(answer.body)).not.to.include('secret');
+      const [line] = errorLines('plugin middleware body stream failed');
+      expect(line).to.include({ plugin: 'tkgate-test-misbehaving-middleware', point: 'request' });
     });
   });
 }

@@ -23,7 +23,7 @@ export interface ProviderClient {
  * A real OpenID provider (panva's oidc-provider, certified) on 127.0.0.1, with its development login and
  * consent pages, sessions, RP-initiated and back-channel logout. It listens before it is configured: a
  * gateway can start first (and finds it not ready, as a provider that is down) and its callback URL, known
- * only then, is registered by `configure`. `tamper` rewrites the ID token of token responses (hostile tests).
+ * only then, is registered by `configure`. `tamper` rewrites the ID token of token responses and `tokenDelayMs` delays them (hostile tests).
  */
 export class TestIdentityProvider {
   readonly accounts = new Map<string, TestAccount>();
@@ -31,6 +31,8 @@ export class TestIdentityProvider {
   signingKey!: CryptoKey;
   readonly kid = `key-${randomUUID()}`;
   tamper: ((idToken: string) => Promise<string>) | undefined;
+  /** How long the token endpoint keeps a code exchange waiting (a slow or hung provider). */
+  tokenDelayMs = 0;
   /** Back-channel logout calls that failed (what the provider would log). */
   readonly backchannelErrors: string[] = [];
   private provider: any;
@@ -88,6 +90,7 @@ export class TestIdentityProvider {
       },
     });
     provider.use(async (ctx: any, next: () => Promise<void>) => {
+      if (ctx.path === '/token' && this.tokenDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.tokenDelayMs));
       await next();
       if (ctx.path === '/token' && this.tamper && ctx.body?.id_token) ctx.body = { ...ctx.body, id_token: await this.tamper(ctx.body.id_token) };
     });

@@ -5,16 +5,18 @@ import { runCli } from '../support/cli.js';
 import { writeConfig } from '../support/gateway-process.js';
 import { authClient, call } from '../support/http.js';
 import { scrape, valueOf } from '../support/ops.js';
-import { APP, callbackUrl, exchange, loginUrl, RETURN_TO, signInCode, signInToken, visitCallback, withSso } from './sso-suite.js';
-import { UserAgent } from './user-agent.js';
+import { APP, browserAtCallback, exchange, RETURN_TO, signInCode, signInToken, visitCallback, withSso } from './sso-suite.js';
 
 for (const dialect of dialects) {
   describe(`single sign-on with a real OpenID provider (${dialect.name})`, function () {
     this.timeout(60_000);
     const s = withSso(dialect, { users: [{ username: 'taken' }], config: { sessions: { cache_ttl: '1s', max_per_user: 3 } } });
     const cli = (...args: string[]) => runCli([...args, '--config', writeConfig({ db: s.bed.dbConfig })]);
-    /** A sign-in up to the callback URL the provider sends the browser to. */
-    const callbackOf = (sub: string) => new UserAgent().signIn(loginUrl(s.base), sub, callbackUrl(s.base));
+    /** A sign-in up to the callback URL the provider sends the browser to, visited by that browser. */
+    const callbackOf = async (sub: string) => {
+      const { agent, callback } = await browserAtCallback(s.base, sub);
+      return visitCallback(callback, agent);
+    };
     before(() => {
       s.idp.addAccount({ sub: 'u-1001', claims: { preferred_username: 'alice', email: 'alice@example.org', groups: ['staff', 'admins'] } });
       s.idp.addAccount({ sub: 'u-1002', claims: { preferred_username: 'bob', groups: ['staff'] } });
@@ -83,7 +85,7 @@ for (const dialect of dialects) {
 
     it('refuses a claimed username that belongs to another user: #error=account_conflict, nothing created', async () => {
       const before = await s.bed.db('users').count({ n: '*' }).first();
-      const answer = await visitCallback(await callbackOf('u-1003'));
+      const answer = await callbackOf('u-1003');
       expect(answer.status).to.equal(302);
       expect(answer.location).to.equal(`${RETURN_TO}#error=account_conflict`);
       expect(await s.bed.db('users').count({ n: '*' }).first()).to.deep.equal(before);
@@ -114,7 +116,7 @@ for (const dialect of dialects) {
       const token = await signInToken(s, 'u-1002');
       expect((await cli('user', 'disable', 'bob')).code).to.equal(0);
       expect((await authClient(s.base).status(token)).status).to.equal(401);
-      const answer = await visitCallback(await callbackOf('u-1002'));
+      const answer = await callbackOf('u-1002');
       expect(answer.location).to.equal(`${RETURN_TO}#error=user_disabled`);
       expect((await cli('user', 'enable', 'bob')).code).to.equal(0);
     });

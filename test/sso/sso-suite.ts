@@ -101,9 +101,18 @@ export const callbackUrl = (base: string, provider = 'corp') => `${base}/auth/oi
 export const loginUrl = (base: string, returnTo = RETURN_TO, provider = 'corp') =>
   `${base}/auth/oidc/${provider}/login?${new URLSearchParams({ return_to: returnTo })}`;
 
-/** The gateway's answer to a callback URL: where it sends the browser, and the fragment's parameters. */
-export async function visitCallback(url: string): Promise<{ status: number; location: string; fragment: URLSearchParams; body: string }> {
-  const response = await fetch(url, { redirect: 'manual' });
+/** A browser's sign-in of `sub` up to the callback URL the provider sends it to (not yet visited), and that browser. */
+export async function browserAtCallback(base: string, sub: string): Promise<{ agent: UserAgent; callback: string }> {
+  const agent = new UserAgent();
+  return { agent, callback: await agent.signIn(loginUrl(base), sub, callbackUrl(base)) };
+}
+
+/**
+ * The gateway's answer to a callback URL: where it sends the browser, and the fragment's parameters. Visited by
+ * `agent` (the browser that started the sign-in, with its cookies), else by a client with no cookies at all.
+ */
+export async function visitCallback(url: string, agent?: UserAgent): Promise<{ status: number; location: string; fragment: URLSearchParams; body: string }> {
+  const response = agent ? await agent.get(url) : await fetch(url, { redirect: 'manual' });
   const location = response.headers.get('location') ?? '';
   const fragment = new URLSearchParams(location.includes('#') ? location.slice(location.indexOf('#') + 1) : '');
   return { status: response.status, location, fragment, body: await response.text() };
@@ -115,7 +124,7 @@ export async function signInCode(suite: SsoSuite, sub: string, options: { base?:
   const agent = options.agent ?? new UserAgent();
   let callback = await agent.signIn(loginUrl(base), sub, `${base}/auth/oidc/corp/callback`);
   if (options.callbackBase) callback = callback.replace(base, options.callbackBase);
-  const answer = await visitCallback(callback);
+  const answer = await visitCallback(callback, agent);
   expect(answer.status, answer.body).to.equal(302);
   expect(answer.location.startsWith(`${RETURN_TO}#`), answer.location).to.equal(true);
   const code = answer.fragment.get('login_code');

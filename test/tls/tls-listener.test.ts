@@ -98,6 +98,43 @@ describe(`TLS on the listener (${dialects[0]!.name})`, () => {
     expect(modern.status).to.equal(200);
   });
 
+  /** A TLS 1.2 handshake offering only `cipher`: the suite agreed on, or the error code of the refusal. */
+  function handshakeWith(cipher: string): Promise<string> {
+    const { port } = new URL(s.gateway.base);
+    return new Promise<string>((resolve) => {
+      const socket = tls.connect({
+        host: '127.0.0.1',
+        port: Number(port),
+        ca: certs.caPem,
+        servername: 'localhost',
+        maxVersion: 'TLSv1.2',
+        ciphers: `${cipher}@SECLEVEL=0`,
+      });
+      socket.on('secureConnect', () => {
+        resolve(socket.getCipher().name);
+        socket.destroy();
+      });
+      socket.on('error', (err: NodeJS.ErrnoException) => resolve(String(err.code)));
+    });
+  }
+
+  for (const [cipher, what] of [
+    ['AES128-GCM-SHA256', 'static RSA key exchange (no forward secrecy)'],
+    ['AES256-SHA', 'static RSA with CBC and SHA-1'],
+    ['ECDHE-RSA-AES128-SHA', 'ECDHE with CBC and SHA-1'],
+    ['ECDHE-RSA-AES256-SHA384', 'ECDHE with CBC and SHA-384'],
+  ]) {
+    it(`refuses a TLS 1.2 client that offers only ${cipher} (${what})`, async () => {
+      expect(await handshakeWith(cipher!)).to.equal('ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE');
+    });
+  }
+
+  for (const cipher of ['ECDHE-RSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES256-GCM-SHA384', 'ECDHE-RSA-CHACHA20-POLY1305']) {
+    it(`accepts a TLS 1.2 client that offers ${cipher} (ECDHE with an AEAD)`, async () => {
+      expect(await handshakeWith(cipher)).to.equal(cipher);
+    });
+  }
+
   it('loads a replaced certificate for new connections while a kept-alive connection stays open and keeps working', async () => {
     const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
     try {

@@ -107,6 +107,24 @@ for (const dialect of dialects) {
         fields('linked.yaml', [1, 1, '', null, 'is not a toolkit file: it has none of the keys name, type and endpoints', null]),
       );
     });
+    it('a symlink to a file with a name or type but no endpoints: neither its values nor its other keys reach the output, a misspelt key still does', async () => {
+      const secrets = path.join(tempDir(), 'service.yaml');
+      writeFileSync(secrets, 'name: billing\ntype: prod-SECRET\nenabled: hunter2-SECRET\ndb_password: x-SECRET\napi_token: AKIA-SECRET\nendpoint: []\n');
+      const dir = toolkitDir({});
+      symlinkSync(secrets, path.join(dir, 'service.yaml'));
+      const result = await runCli(['config', 'check', dir, '--config', config, '--format', 'json']);
+      expect(result.stdout).not.to.match(/SECRET|password|token/);
+      const problems = result.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Fields);
+      expect(problems.map(({ path: at, message, hint }) => ({ path: at, message, hint }))).to.deep.include.members([
+        { path: 'type', message: 'must be one of app, lib, not a string', hint: problems.find((problem) => problem.path === 'type')!.hint },
+        { path: 'enabled', message: 'must be true or false, not a string', hint: problems.find((problem) => problem.path === 'enabled')!.hint },
+        { path: 'endpoint', message: 'unknown key', hint: 'did you mean endpoints?' },
+        { path: '', message: '2 more unknown keys', hint: 'is this a toolkit file?' },
+      ]);
+    });
   });
 
   describe(`toolkit diagnostics in the live reload's log line (${dialect.name})`, () => {

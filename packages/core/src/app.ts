@@ -4,12 +4,14 @@ import { adminAuditRoutes } from './audit/admin-audit-route.js';
 import { authRoutes } from './auth/auth-routes.js';
 import { oidcRoutes } from './auth/oidc/oidc-routes.js';
 import type { AuthServices } from './auth/auth-services.js';
-import { notFound } from './errors.js';
+import { internalError, notFound } from './errors.js';
+import type { Logger } from './log.js';
 import type { GatewayMiddleware, GatewayState } from './http/context.js';
 import { directContextAccessors } from './http/context-accessors.js';
 import { GatewayKoa } from './http/gateway-koa.js';
 import { cors } from './http/cors.js';
-import { errorEnvelope } from './http/error-envelope.js';
+import { errorEnvelope, sendError } from './http/error-envelope.js';
+import { respond, type BodyStreamWatch } from './http/respond.js';
 import { assignRequestId } from './http/request-id.js';
 import { respondAtTurnEnd } from './http/respond-at-turn-end.js';
 import { gatewayRouter, type RouteContribution } from './http/routes.js';
@@ -37,6 +39,24 @@ const noSuchRoute: GatewayMiddleware = () => {
 };
 
 /**
+ * A body stream a plugin's middleware set that fails before its first byte: 500 internal_error in the envelope
+ * rather than a cut connection, and an error line naming the plugin (its cause stays in the log).
+ */
+function pluginStreamFailures(middleware: PluginMiddlewareSet, log: Logger): BodyStreamWatch {
+  return (ctx, body) => {
+    const owner = middleware.ownerOfStream(body);
+    if (!owner) return undefined;
+    return (err) => {
+      log.error('plugin middleware body stream failed', { ...owner, request_id: ctx.state.requestId, path: ctx.path, err });
+      if (ctx.res.headersSent) return false;
+      sendError(ctx, internalError(err));
+      respond(ctx);
+      return true;
+    };
+  };
+}
+
+/**
  * The Koa app: every request goes through this one stack, in this order. The access log and request
  * metrics around everything, responses batched per turn, the request id, CORS (when configured), the error
  * envelope, plugins' `request` middleware, then the one router (http/routes.ts) with each domain's routes,
@@ -50,6 +70,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
   app.proxy = false;
   app.silent = true;
   directContextAccessors(app.context);
+  app.watchBodyStream = services.pluginMiddleware && pluginStreamFailures(services.pluginMiddleware, log);
   app.use(requestLog({ log, metrics: services.metrics, access: config.log.access, trustProxy: config.server.trust_proxy }));
   app.use(respondAtTurnEnd);
   app.use(assignRequestId(services.tracing));

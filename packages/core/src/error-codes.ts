@@ -17,9 +17,18 @@ export const CORE_ERROR_CODES = {
     meaning:
       'The request body or query failed client_filter (or a query parameter of GET admin/audit is invalid), or could not be read; `details` names each field and rule.',
   },
+  bad_request: { status: 400, meaning: "A plugin's middleware refused the request with Koa's `ctx.throw(400)`; the message is the middleware's." },
+  client_error: {
+    status: 400,
+    meaning:
+      "A plugin's middleware refused the request with Koa's `ctx.throw` and a 4xx status that has no code of its own here (418, 422...): the answer has that status and the middleware's message.",
+  },
   invalid_password: { status: 400, meaning: 'A new password is empty or too long (CLI).' },
   invalid_power: { status: 400, meaning: 'A power level is not a whole number (CLI).' },
-  invalid_return_to: { status: 400, meaning: "An OIDC login's return_to is not under one of the provider's allowed return_to prefixes." },
+  invalid_return_to: {
+    status: 400,
+    meaning: "An OIDC login's return_to is not under one of the provider's allowed return_to prefixes, or is longer than 2 KiB.",
+  },
   invalid_state: { status: 400, meaning: 'An OIDC callback whose state is unknown, already used or expired (the sign-in must start again).' },
   invalid_login_code: { status: 400, meaning: 'An OIDC login_code that is unknown, already exchanged or expired (60 s).' },
   unauthorized: { status: 401, meaning: 'No session token, or one that is unknown, expired or logged out.' },
@@ -43,10 +52,11 @@ export const CORE_ERROR_CODES = {
   too_many_keys: { status: 409, meaning: 'The user has auth.api_keys_per_user live (neither revoked nor expired) API keys already.' },
   request_timeout: { status: 408, meaning: 'The request body did not arrive within server.body_timeout; the connection is closed.' },
   payload_too_large: { status: 413, meaning: 'The body is larger than server.max_body_bytes.' },
+  unsupported_media_type: { status: 415, meaning: "A plugin's middleware refused the request's content type (Koa's `ctx.throw(415)`)." },
   rate_limited: {
     status: 429,
     meaning:
-      "Too many failed logins for this username and client address, or an endpoint's rate_limit is used up for this window (`RateLimit-Policy` names it); `Retry-After` says when to try again.",
+      "Too many failed logins for this username and client address, too many OIDC sign-ins started from one client address (60 per 10 minutes), or an endpoint's rate_limit is used up for this window (`RateLimit-Policy` names it); `Retry-After` says when to try again.",
   },
   internal_error: { status: 500, meaning: 'Anything unexpected; the cause is logged with the request id, never shown.' },
   db_context_failed: { status: 500, meaning: 'inject_db_context could not read the database.' },

@@ -67,6 +67,35 @@ export function asGatewayError(value: unknown): GatewayErrorShape | undefined {
   return value;
 }
 
+/** The code of a Koa `ctx.throw(status)` by its status; another 4xx is `client_error` with its own status. */
+const HTTP_ERROR_CODES: Readonly<Record<number, CoreErrorCode>> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  408: 'request_timeout',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+};
+
+/**
+ * Koa's `ctx.throw(4xx)` (an http-errors error, as koa-bodyparser, koa-jwt and rate limiters throw): its status,
+ * message and headers are meant for the client (`expose`, which http-errors sets below 500 only), so it is
+ * answered as such, with a code for its status. Undefined for anything else (a 5xx, an unexposed error).
+ */
+export function asExposedHttpError(value: unknown): GatewayError | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { expose, status, message, headers } = value as { expose?: unknown; status?: unknown; message?: unknown; headers?: unknown };
+  if (expose !== true || !isErrorStatus(status) || status >= 500 || typeof message !== 'string') return undefined;
+  const answerHeaders =
+    typeof headers === 'object' && headers !== null ? Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, String(value)])) : {};
+  return new GatewayError(status, HTTP_ERROR_CODES[status] ?? 'client_error', message, {
+    headers: headersProblem(answerHeaders) === undefined ? answerHeaders : {},
+  });
+}
+
 /** An error with one of core's declared codes (error-codes.ts); the status comes from the table. */
 export const coreError = (code: CoreErrorCode, message: string, options?: GatewayErrorOptions): GatewayError =>
   new GatewayError(CORE_ERROR_CODES[code].status, code, message, options);

@@ -10,6 +10,8 @@ const source = fileURLToPath(new URL('./spawn-helper.c', import.meta.url));
 const outDir = fileURLToPath(new URL('./build/', import.meta.url));
 const binary = `${outDir}tkgate-spawn-helper`;
 const compiler = process.env.CC || 'cc';
+const addonSource = fileURLToPath(new URL('./not-dumpable.c', import.meta.url));
+const addon = `${outDir}tkgate-not-dumpable.node`;
 
 try {
   mkdirSync(outDir, { recursive: true });
@@ -24,4 +26,14 @@ try {
 } catch (err) {
   rmSync(binary, { force: true });
   console.warn(`@tkgate/plugin-exec: the native spawn helper was not built (${err.message.split('\n')[0]}); exec endpoints will use the Node spawn helpers`);
+}
+
+// The gateway loads this Node-API module to make itself not dumpable (src/not-dumpable.ts); without it the
+// gateway says so once in its log.
+try {
+  execFileSync(compiler, ['-O2', '-Wall', '-Wextra', '-shared', '-fPIC', '-o', addon, addonSource], { stdio: 'inherit' });
+  console.log(`@tkgate/plugin-exec: built ${addon}`);
+} catch (err) {
+  rmSync(addon, { force: true });
+  console.warn(`@tkgate/plugin-exec: the not-dumpable module was not built (${err.message.split('\n')[0]})`);
 }

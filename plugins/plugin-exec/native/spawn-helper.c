@@ -16,7 +16,8 @@
  *   DONE  (2): u8 reason, i32 exit code, i32 signal, str stdout, str stderr, str cause
  *
  * Started by `sh -c 'exec ... &'` with an empty environment and no argument, so it is re-parented to init
- * and no process a command can walk up to holds the gateway's environment or names the gateway's pid.
+ * and no process a command can walk up to holds the gateway's environment or names the gateway's pid (a
+ * command that scans /proc finds the gateway all the same: not-dumpable.c closes its environ and memory).
  * When the gateway goes away (EOF or EPIPE on the link) every command's group is killed and the helper exits.
  *
  * Nothing a command starts outlives its run. The helper and each command's main process are subreapers

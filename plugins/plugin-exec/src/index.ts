@@ -1,6 +1,7 @@
 import { AdmissionGate, EndpointGates, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { execConfigSchema, execOptionsSchema, type ExecConfig } from './exec-config.js';
 import { checkExecEndpoint, runExecEndpoint, warnExecEndpoint, type ExecServices } from './exec-endpoint.js';
+import { makeGatewayNotDumpable } from './not-dumpable.js';
 import { SpawnPool } from './spawn-pool.js';
 import { chooseLauncher } from './spawner.js';
 
@@ -25,6 +26,7 @@ const plugin: TkgatePlugin = {
   apiVersion: '^1.4',
   async register(api) {
     api.declareErrors(ERROR_CODES);
+    makeGatewayNotDumpable(api.log);
     const parsed = await api.readOptions(execOptionsSchema);
     const pool = new SpawnPool(parsed.spawn_helpers, chooseLauncher(parsed.spawner, api.log), api.log);
     api.onClose(() => pool.close());
@@ -59,3 +61,5 @@ const plugin: TkgatePlugin = {
 };
 
 export default plugin;
+
+export { makeGatewayNotDumpable } from './not-dumpable.js';

@@ -5,7 +5,9 @@
  *
  * Started with an empty environment, no argument naming the gateway, and re-parented away from it
  * (node-link.ts), so that no process a command can walk up to through /proc/<ppid> holds the gateway's
- * environment. It says hello with its pid, which the gateway logs.
+ * environment. That alone hides nothing from a command that scans /proc for the gateway, which runs as the
+ * same user: the gateway is made not dumpable for that (not-dumpable.ts). It says hello with its pid, which
+ * the gateway logs.
  */
 import { runProcess, type ProcessSpec } from './run-process.js';
 

@@ -1,4 +1,5 @@
 import { ConfigError, createLogger, serve, StartCancelled, withdrawConfigEnvironment, type Logger, type Serving } from '@tkgate/core';
+import { makeGatewayNotDumpable } from '@tkgate/plugin-exec';
 import { UsageError } from '../cli-error.js';
 import { VERSION } from '../version.js';
 import type { Command } from './command.js';
@@ -63,6 +64,8 @@ export const start: Command = {
     const withdrawn = withdrawConfigEnvironment();
     const log = createLogger(config.log.level);
     if (!withdrawn.hidden) log.warn("the configuration's environment variables stay readable in /proc/<pid>/environ", { pid: process.pid });
+    // Its other variables: the process is closed to other processes of its user (the primary of server.workers too).
+    if (config.plugins.includes('@tkgate/plugin-exec')) makeGatewayNotDumpable(log);
     signals.attach(log);
     let gateway: Serving;
     try {

@@ -1,5 +1,5 @@
 import type { Next } from 'koa';
-import { asGatewayError } from '../errors.js';
+import { asExposedHttpError, asGatewayError } from '../errors.js';
 import type { GatewayContext } from '../http/context.js';
 
 /** How an audited action ended: the answer's status, its error code (`ok` below 400), and how long it took. */
@@ -22,7 +22,7 @@ export async function withOutcome(ctx: GatewayContext, next: Next, record: (outc
     outcome.status = ctx.status;
     outcome.code = ctx.status < 400 ? 'ok' : 'error';
   } catch (err) {
-    const known = asGatewayError(err);
+    const known = asGatewayError(err) ?? asExposedHttpError(err);
     if (known) ({ status: outcome.status, code: outcome.code } = known);
     throw err;
   } finally {

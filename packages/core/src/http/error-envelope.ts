@@ -1,11 +1,11 @@
 import { unavailableWhenDatabaseFailed } from '../db/database-errors.js';
-import { asGatewayError, internalError, type GatewayErrorShape } from '../errors.js';
+import { asExposedHttpError, asGatewayError, internalError, type GatewayErrorShape } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { GatewayContext, GatewayMiddleware } from './context.js';
 
 /**
  * The one place where errors become responses. GatewayErrors (of any copy of core) keep their status
- * and code; anything else is a 500 whose cause goes to the log only (no stack or message leaks out).
+ * and code; Koa's `ctx.throw(4xx)` (middleware of the Koa ecosystem) keeps its status and message; anything else is a 500 whose cause goes to the log only (no stack or message leaks out).
  * A cause always reaches the log: at error level for 5xx, at warn below.
  */
 export function errorEnvelope(log: Logger): GatewayMiddleware {
@@ -15,7 +15,7 @@ export function errorEnvelope(log: Logger): GatewayMiddleware {
 
 /** What errorEnvelope does with what it catches: the envelope for the client, the cause for the log. */
 export function answerError(log: Logger, ctx: GatewayContext, thrown: unknown): void {
-  const error = unavailableWhenDatabaseFailed(asGatewayError(thrown) ?? internalError(thrown), thrown);
+  const error = unavailableWhenDatabaseFailed(asGatewayError(thrown) ?? asExposedHttpError(thrown) ?? internalError(thrown), thrown);
   logError(log, ctx, error, thrown);
   sendError(ctx, error);
 }

@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import type { GatewayContext, GatewayState } from './context.js';
-import { respond } from './respond.js';
+import { respond, type BodyStreamWatch } from './respond.js';
 
 type ComposedStack = (ctx: GatewayContext) => Promise<unknown>;
 
@@ -16,10 +16,13 @@ type ComposedStack = (ctx: GatewayContext) => Promise<unknown>;
  * test/unit/gateway-koa.test.ts fails if a Koa release stops calling handleRequest.
  */
 export class GatewayKoa extends Koa<GatewayState> {
+  /** Who answers for a body stream that fails before its first byte (http/respond.ts); none: the response is cut. */
+  watchBodyStream: BodyStreamWatch | undefined;
+
   handleRequest(ctx: GatewayContext, stack: ComposedStack): Promise<void> {
     ctx.res.statusCode = 404;
     return stack(ctx)
-      .then(() => respond(ctx))
+      .then(() => respond(ctx, this.watchBodyStream))
       .catch((err: Error) => ctx.onerror(err));
   }
 }

@@ -16,6 +16,22 @@ import type { Logger } from '../log.js';
 
 /** TLS 1.0 and 1.1 are refused (RFC 8996). */
 const MIN_VERSION = 'TLSv1.2';
+/**
+ * TLS 1.2 suites: ECDHE key exchange (forward secrecy) with an AEAD cipher only, as RFC 9325 section 4.2
+ * recommends; static-RSA key exchange and CBC with SHA-1 or SHA-2 MACs are not offered. The TLS 1.3 suites
+ * are Node's defaults (all three are AEAD), named here because this list replaces them otherwise.
+ */
+const CIPHERS = [
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'TLS_AES_128_GCM_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
 /** How often the certificate files are looked at: a change is live within 5 s (SPEC) with room to settle. */
 const POLL_MS = 1000;
 /** Quiet time after a change before loading, so that a cert and a key replaced one after the other load as a pair. */
@@ -35,7 +51,7 @@ type TlsFiles = ServerConfig['server']['tls'];
 /** The pair as a secure context's options; throws with openssl's reason when it does not load. */
 async function readPair(files: TlsFiles): Promise<{ options: SecureContextOptions; certificate: Record<string, string> }> {
   const [cert, key] = await Promise.all([readFile(files.cert), readFile(files.key)]);
-  const options: SecureContextOptions = { cert, key, minVersion: MIN_VERSION };
+  const options: SecureContextOptions = { cert, key, minVersion: MIN_VERSION, ciphers: CIPHERS };
   // Checks the PEM and that the key belongs to the certificate, before anything is served with it.
   createSecureContext(options);
   const leaf = new X509Certificate(cert);

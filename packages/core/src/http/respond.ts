@@ -9,9 +9,16 @@ const EMPTY_STATUSES = new Set([204, 205, 304]);
  * Koa keeps private), for GatewayKoa's handleRequest. The same rules in the same order: `ctx.respond =
  * false` leaves the response alone, a bodiless status or HEAD ends it without a body, no body sends the
  * status message, a Buffer or string is sent as it is, a Blob, web ReadableStream, Response or Node stream
- * is piped, anything else is JSON.
+ * is piped, anything else is JSON. A stream someone `watch`es for is piped so that its failure before the
+ * first byte can still be answered (app.ts: a plugin middleware's stream, in the error envelope).
  */
-export function respond(ctx: GatewayContext): void {
+/**
+ * Who answers for a body stream that fails before its first byte, if anyone: given the body, a function that
+ * answers (and returns true) or declines; undefined leaves the stream to Koa's rule (the response is cut).
+ */
+export type BodyStreamWatch = (ctx: GatewayContext, body: object) => ((err: Error) => boolean) | undefined;
+
+export function respond(ctx: GatewayContext, watch?: BodyStreamWatch): void {
   if (ctx.respond === false) return;
   const res = ctx.res;
   if (!ctx.writable) {
@@ -54,6 +61,11 @@ export function respond(ctx: GatewayContext): void {
     return;
   }
   const stream = streamOf(body);
+  const failed = stream && watch?.(ctx, body as object);
+  if (stream && failed) {
+    pipeWatched(res, stream, failed);
+    return;
+  }
   if (stream) {
     pipeline(stream, res, (err) => {
       if (err && ctx.app.listenerCount('error')) ctx.onerror(err);
@@ -87,4 +99,18 @@ function isStream(body: unknown): body is NodeJS.ReadableStream {
     typeof like.destroy === 'function' &&
     typeof like.destroyed === 'boolean'
   );
+}
+
+/** Pipes a body stream; when it fails, `failed` hears of it, and may answer instead of the cut while nothing was written. */
+function pipeWatched(res: GatewayContext['res'], stream: NodeJS.ReadableStream, failed: (err: Error) => boolean): void {
+  stream.once('error', (err: Error) => {
+    stream.unpipe(res);
+    // `failed` is told in any case (to log), and answers only while nothing was sent.
+    if (res.writableEnded || !failed(err)) res.destroy(err);
+  });
+  // The client went away before the end: stop reading, as pipeline would.
+  res.once('close', () => {
+    if (!res.writableFinished) (stream as Readable).destroy();
+  });
+  stream.pipe(res);
 }

@@ -29,9 +29,14 @@ export function oidcPaths(maxBodyBytes: number, loginData: JsonSchema): Record<s
         responses: {
           302: redirect("to the provider's authorization endpoint (code flow, PKCE S256, state, nonce)."),
           ...errorResponses([
-            { status: 400, code: 'invalid_return_to', description: "return_to is not under one of the provider's allowed prefixes." },
+            { status: 400, code: 'invalid_return_to', description: "return_to is not under one of the provider's allowed prefixes, or is longer than 2 KiB." },
             { status: 404, code: 'provider_not_found', description: 'no provider of that name.' },
-            { status: 503, code: 'unavailable', description: 'the provider has not been discovered yet; see Retry-After.' },
+            { status: 429, code: 'rate_limited', description: 'too many sign-ins started from this client address in 10 minutes; see Retry-After.' },
+            {
+              status: 503,
+              code: 'unavailable',
+              description: 'the provider has not been discovered yet, or the rate-limit store did not answer; see Retry-After.',
+            },
           ]),
         },
       },

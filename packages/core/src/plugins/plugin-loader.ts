@@ -97,7 +97,7 @@ export interface PluginDeps {
  */
 export async function registerPlugins(imported: ImportedPlugin[], deps: PluginDeps): Promise<LoadedPlugins> {
   const types = new EndpointTypes();
-  const middleware = new PluginMiddlewareSet();
+  const middleware = new PluginMiddlewareSet(deps.log);
   const cleanups: Array<{ plugin: string; cleanup: () => void | Promise<void> }> = [];
   const close = async () => {
     for (const { plugin, cleanup } of cleanups.splice(0).reverse()) {
@@ -157,7 +157,7 @@ function pluginApi(
     getFunction: (fnName) => types.fn(fnName),
     metrics: deps.metrics ?? noPluginMetrics,
     onClose,
-    useMiddleware: (point, fn) => middleware.add(point, fn),
+    useMiddleware: (point, fn) => middleware.add(point, fn, name),
   };
 }
 

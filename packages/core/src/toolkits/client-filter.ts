@@ -1,13 +1,15 @@
 import { RE2JS } from 're2js';
 import type { FieldProblem } from '../errors.js';
 import type { Issue } from '../config/schema-issues.js';
+import { longestMatch } from './pattern-bound.js';
 import { PARSEABLE_CONTENT_TYPES, type ClientFilterConfig, type FieldRuleConfig, type FieldType } from './toolkit-file-schema.js';
 
 /**
  * client_filter, compiled once at load. Patterns run on RE2 semantics (re2js): matching is linear in
  * the input, but its cost per character grows with the compiled program (`[a-z]{1,1000}` is 2,000 steps).
  * So a pattern's program size times the longest value it may be run on is bounded: that longest value is
- * max_length, or UNBOUNDED_PATTERN_INPUT characters when the rule sets none (a longer value fails the
+ * max_length or the longest value the pattern itself can match (pattern-bound.ts: `^[a-z]{1,20}$`, 20),
+ * whichever is smaller, or UNBOUNDED_PATTERN_INPUT characters when neither bounds it (a longer value fails the
  * pattern unread), and a pattern whose bound exceeds PATTERN_BUDGET is refused at load.
  */
 export const UNBOUNDED_PATTERN_INPUT = 65_536;
@@ -41,7 +43,7 @@ export interface CompiledFieldRule {
   type?: FieldType;
   maxLength?: number;
   /** The longest string the pattern is run on (code units); longer fails the rule. */
-  pattern?: { source: string; regex: RE2JS; longest: number };
+  pattern?: { source: string; regex: RE2JS; longest: number; /** A longer value cannot match the pattern at all. */ boundedBySelf: boolean };
   allowedValues?: Array<string | number | boolean | null>;
 }
 
@@ -89,21 +91,24 @@ function compileRule(rule: FieldRuleConfig, issues: Issue[], at: Array<string | 
     if (rule.type && rule.type !== 'string') issues.push({ path: [...at, 'pattern'], message: `pattern applies to strings, not ${rule.type}` });
     try {
       const regex = compilePattern(rule.pattern);
-      // max_length counts code points, the matcher UTF-16 units: at most two per code point.
-      const longest = rule.max_length === undefined ? UNBOUNDED_PATTERN_INPUT : rule.max_length * 2;
+      // max_length and the pattern's own bound count code points, the matcher UTF-16 units: at most two per code point.
+      // A pattern that holds the whole value and repeats nothing without end (^[a-z]{1,20}$) bounds it itself.
+      const bound = longestMatch(regex);
+      const characters = Math.min(rule.max_length ?? Infinity, bound ?? Infinity);
+      const longest = Number.isFinite(characters) ? characters * 2 : UNBOUNDED_PATTERN_INPUT;
       const steps = programSize(regex);
       if (steps * longest > PATTERN_BUDGET) {
         const fits = Math.floor(PATTERN_BUDGET / steps / 2);
         issues.push({
           path: [...at, 'pattern'],
-          message: `compiles to ${steps} steps, too many to match values of up to ${rule.max_length ?? UNBOUNDED_PATTERN_INPUT} characters without holding up the server`,
+          message: `compiles to ${steps} steps, too many to match values of up to ${Number.isFinite(characters) ? characters : UNBOUNDED_PATTERN_INPUT} characters without holding up the server`,
           hint:
             fits >= 1
               ? `set max_length to at most ${fits}, or simplify the pattern (a counted repetition like {1,1000} is one step per count)`
               : 'simplify the pattern',
         });
       }
-      compiled.pattern = { source: rule.pattern, regex, longest };
+      compiled.pattern = { source: rule.pattern, regex, longest, boundedBySelf: bound !== undefined && bound * 2 === longest };
     } catch (err) {
       issues.push({ path: [...at, 'pattern'], message: `not a valid (RE2) regular expression: ${(err as Error).message}` });
     }
@@ -159,7 +164,9 @@ function checkValue(field: string, raw: unknown, rule: CompiledFieldRule, source
   if (rule.pattern) {
     if (typeof value !== 'string') return fail('pattern', 'must be a string matching the pattern');
     if (value.length > rule.pattern.longest)
-      return fail('pattern', `is too long to be matched against its pattern (at most ${UNBOUNDED_PATTERN_INPUT} characters)`);
+      return rule.pattern.boundedBySelf
+        ? fail('pattern', `must match ${rule.pattern.source}`)
+        : fail('pattern', `is too long to be matched against its pattern (at most ${UNBOUNDED_PATTERN_INPUT} characters)`);
     if (!rule.pattern.regex.matcher(value).find()) return fail('pattern', `must match ${rule.pattern.source}`);
   }
   if (rule.allowedValues && !rule.allowedValues.some((allowed) => allowed === value)) {

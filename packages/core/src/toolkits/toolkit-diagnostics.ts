@@ -15,16 +15,23 @@ import type { SourceFile } from '../config/source-file.js';
 export function diagnose(file: string, issues: readonly Issue[], source?: SourceFile, schema?: JsonSchema): ToolkitProblem[] {
   const document = source?.document;
   const problems: ToolkitProblem[] = [];
-  const unknownPerParent = new Map<string, number>();
+  const unknownPerParent = new Map<string, { shown: number; hidden: number }>();
+  // A file without a list of endpoints may be any file (a symlink to a service's secrets): its values are not
+  // quoted, and its unknown keys are named only when they are a near miss of a valid key.
+  const toolkitLike = isRecord(document) && Array.isArray(document.endpoints);
   for (const issue of issues) {
     const at = issue.path;
-    const worded = issue.message === UNKNOWN_KEY ? unknownKey(at, document, schema) : explain(issue, document, schema);
+    const worded = issue.message === UNKNOWN_KEY ? unknownKey(at, document, schema) : explain(issue, document, schema, toolkitLike);
     if (issue.message === UNKNOWN_KEY) {
       // A file that is not a toolkit (a symlink to any file) must not have its lines logged as keys.
       const parent = formatPath(at.slice(0, -1));
-      const count = (unknownPerParent.get(parent) ?? 0) + 1;
-      unknownPerParent.set(parent, count);
-      if (count > MAX_UNKNOWN_KEYS) continue;
+      const tally = unknownPerParent.get(parent) ?? { shown: 0, hidden: 0 };
+      unknownPerParent.set(parent, tally);
+      if (tally.shown >= MAX_UNKNOWN_KEYS || !(toolkitLike || worded.hint?.startsWith('did you mean'))) {
+        tally.hidden++;
+        continue;
+      }
+      tally.shown++;
     }
     const position = source?.locate(at, issue.at === 'key' || issue.message === UNKNOWN_KEY);
     const endpoint = endpointOf(at, document);
@@ -37,14 +44,14 @@ export function diagnose(file: string, issues: readonly Issue[], source?: Source
       ...(worded.hint ? { hint: worded.hint } : {}),
     });
   }
-  for (const [parent, count] of unknownPerParent) {
-    if (count <= MAX_UNKNOWN_KEYS) continue;
+  for (const [parent, { shown, hidden }] of unknownPerParent) {
+    if (hidden === 0) continue;
     const position = source?.locate(parent ? parent.split('.') : []);
     problems.push({
       file: path.basename(file),
       path: parent,
       ...(position ? { line: position.line, column: position.column } : {}),
-      message: `${count - MAX_UNKNOWN_KEYS} more unknown keys`,
+      message: `${hidden} ${shown > 0 ? 'more ' : ''}unknown key${hidden === 1 ? '' : 's'}`,
       hint: 'is this a toolkit file?',
     });
   }
@@ -81,7 +88,7 @@ function unknownKey(at: ReadonlyArray<string | number>, document: unknown, schem
 }
 
 /** A validator's message in plain words: what was expected, and what was found instead. */
-function explain(issue: Issue, document: unknown, schema: JsonSchema | undefined): { message: string; hint?: string } {
+function explain(issue: Issue, document: unknown, schema: JsonSchema | undefined, quoteValues: boolean): { message: string; hint?: string } {
   const at = issue.path;
   const value = valueAt(document, at);
   const nodes = schemasAt(schema, at, document);
@@ -92,7 +99,7 @@ function explain(issue: Issue, document: unknown, schema: JsonSchema | undefined
   if (generic && value === undefined && at.length > 0 && !(isRecord(parent) && String(at.at(-1)) in parent)) {
     return { message: 'missing', hint: description ?? (expected ? `expected ${expected}` : undefined) };
   }
-  const found = `, not ${kindOf(value)}`;
+  const found = `, not ${kindOf(value, quoteValues)}`;
   let match: RegExpExecArray | null;
   if ((match = /^Invalid input: expected (\w+), received \w+$/.exec(issue.message))) {
     return {
@@ -123,15 +130,15 @@ const typeWords = (type: string): string =>
   ({ array: 'a list', object: 'a mapping (key: value)', string: 'a string', number: 'a number', integer: 'a whole number', boolean: 'true or false' })[type] ??
   type;
 
-/** What a value is, in words, quoting no more than a short number or word of it. */
-function kindOf(value: unknown): string {
+/** What a value is, in words, quoting no more than a short number or word of it (and nothing unless `quote`). */
+function kindOf(value: unknown, quote: boolean): string {
   if (value === undefined) return 'empty';
   if (value === null) return 'null (an empty value)';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
-  if (typeof value === 'string') return /^[\w .-]{1,30}$/.test(value) ? `the string "${value}"` : 'a string';
-  if (typeof value === 'number') return `the number ${value}`;
-  return String(value);
+  if (typeof value === 'string') return quote && /^[\w .-]{1,30}$/.test(value) ? `the string "${value}"` : 'a string';
+  if (typeof value === 'number') return quote ? `the number ${value}` : 'a number';
+  return quote ? String(value) : typeof value;
 }
 
 /** The first node that says what it expects: the others at a path are the alternatives it is made of. */

@@ -10,12 +10,15 @@ import { LogoutTokens } from './logout-tokens.js';
 import type { OidcServices } from './oidc-services.js';
 import { PendingLogins } from './pending-logins.js';
 import { OidcProviders } from './provider-registry.js';
+import type { RateLimitCounters } from '../../rate-limits/rate-limit-counters.js';
 
 /**
  * The OIDC routes (SPEC section 11) for the one router (http/routes.ts). Discovery of the configured
  * providers starts here, in the background (its retry timers are unref'd: they never hold a stop).
  */
-export function oidcRoutes(services: Omit<OidcServices, 'providers' | 'pending' | 'codes' | 'logoutTokens'>): RouteContribution {
+export function oidcRoutes(
+  services: Omit<OidcServices, 'providers' | 'pending' | 'codes' | 'logoutTokens' | 'loginStarts'> & { rateLimitCounters: RateLimitCounters },
+): RouteContribution {
   const providers = new OidcProviders(services.config.auth.oidc.providers, services.log);
   void providers.start();
   const all: OidcServices = {
@@ -24,6 +27,12 @@ export function oidcRoutes(services: Omit<OidcServices, 'providers' | 'pending' 
     pending: new PendingLogins(services.db),
     codes: new LoginCodes(services.db),
     logoutTokens: new LogoutTokens(services.db),
+    loginStarts: {
+      counters: services.rateLimitCounters,
+      onStoreFailure: services.config.rate_limits.on_store_failure,
+      trustProxy: services.config.server.trust_proxy,
+      log: services.log,
+    },
   };
   const body = readJsonObjectBody(services.config.server.max_body_bytes, services.config.server.body_timeout_ms);
   const audited = (action: string) => auditedAction(services.audit, action, 'oidc', services.config.server.trust_proxy);

@@ -6,6 +6,7 @@ import type { GatewayMetrics } from '../../ops/metrics.js';
 import type { SessionStore } from '../../sessions/session-store.js';
 import type { UserDirectory } from '../../users/user-directory.js';
 import type { LoginCodes } from './login-codes.js';
+import type { LoginStartServices } from './login-starts.js';
 import type { LogoutTokens } from './logout-tokens.js';
 import type { PendingLogins } from './pending-logins.js';
 import type { OidcProviders } from './provider-registry.js';
@@ -23,6 +24,8 @@ export interface OidcServices {
   pending: PendingLogins;
   codes: LoginCodes;
   logoutTokens: LogoutTokens;
+  /** Where login starts are counted per client address (login-starts.ts). */
+  loginStarts: LoginStartServices;
 }
 
 /** The callback URL registered at a provider: its redirect_uri, else server.public_url (else the request's origin) + the path. */

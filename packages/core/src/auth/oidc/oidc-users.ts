@@ -3,7 +3,7 @@ import type { Database } from '../../db/connect.js';
 import type { MappedClaims } from './claim-mapping.js';
 
 /** Why a sign-in found no user to continue with; each is the `#error=` the front end gets. */
-export type SignInRefusal = 'account_conflict' | 'user_disabled' | 'access_denied' | 'invalid_id_token';
+export type SignInRefusal = 'account_conflict' | 'user_disabled' | 'access_denied' | 'invalid_id_token' | 'invalid_state';
 
 export class SignInRefused extends Error {
   constructor(
