@@ -8,7 +8,7 @@ import { redirectUriOf, requestOrigin } from './oidc-services.js';
 import { signInUser, SignInRefused, type SignInRefusal } from './oidc-users.js';
 import type { OidcProvider } from './provider-registry.js';
 import type { PendingLogin } from './pending-logins.js';
-import { isUniqueViolation } from './unique-violation.js';
+import { isUniqueViolation } from '../../db/database-errors.js';
 
 const invalidState = () => coreError('invalid_state', 'unknown, used or expired sign-in state: start the sign-in again');
 
