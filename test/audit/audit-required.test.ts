@@ -2,6 +2,7 @@ import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
+import { failingTrigger } from '../support/db-locks.js';
 import { scriptWriter } from '../support/executables.js';
 import type { Testbed } from '../support/fixtures.js';
 import { toolkitClient } from '../support/http.js';
@@ -15,14 +16,10 @@ const marking = script('marking', 'touch "$MARKER"; printf \'{"ran":true}\'');
 
 /**
  * A database that refuses every new audit event, as a full disk or a withdrawn right would: a trigger that
- * raises on each insert into audit_events (SQLite's RAISE(ABORT), MariaDB's SIGNAL). Dropped to allow again.
+ * raises on each insert into audit_events (test/support/db-locks.ts). Dropped to allow again.
  */
-async function refuseAuditInserts(bed: Testbed): Promise<() => Promise<void>> {
-  if (bed.dbConfig.client === 'sqlite')
-    await bed.db.raw("CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
-  else await bed.db.raw("CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused'");
-  return () => bed.db.raw('DROP TRIGGER IF EXISTS refuse_audit').then(() => undefined);
-}
+const refuseAuditInserts = (bed: Testbed): Promise<() => Promise<void>> =>
+  failingTrigger(bed, 'refuse_audit', 'INSERT', 'audit_events', bed.dbConfig.client === 'sqlite' ? 'database or disk is full' : 'refused');
 
 for (const dialect of dialects) {
   for (const required of [true, false]) {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { runCli } from '../support/cli.js';
@@ -36,11 +37,15 @@ for (const dialect of dialects) {
         }
       });
     } else {
-      it('points MySQL/MariaDB to mysqldump and writes nothing', async () => {
-        const copy = path.join(tempDir('tkgate-backup-'), 'copy.sqlite');
+      const [server, tool] = dialect.name === 'postgres' ? ['PostgreSQL', 'pg_dump --format=custom'] : ['MySQL/MariaDB', 'mysqldump --single-transaction'];
+      it(`points ${server} to ${tool.split(' ')[0]} in one line and writes nothing`, async () => {
+        const dir = tempDir('tkgate-backup-');
+        const copy = path.join(dir, 'copy.sqlite');
         const refused = await runCli(['backup', copy, '--config', writeConfig({ db: s.bed.dbConfig })]);
         expect(refused.code).to.equal(1);
-        expect(refused.stderr).to.include('mysqldump --single-transaction');
+        expect(refused.stderr).to.include(tool);
+        expect(refused.stderr.trim().split('\n')).to.have.length(1);
+        expect(existsSync(copy)).to.equal(false);
       });
     }
   });

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { runCli } from '../support/cli.js';
-import { dialects, type TestDatabase } from '../support/databases.js';
+import { dialects, tableNames, type DialectTarget, type TestDatabase } from '../support/databases.js';
 import { writeConfig } from '../support/gateway-process.js';
 import { tempDir } from '../support/paths.js';
 
@@ -33,13 +33,10 @@ function schemaChanges(debugOutput: string): string[] {
     .filter((sql) => !/^(select|show|pragma|begin|commit|rollback|savepoint|release)\b/i.test(sql) && !/tkgate_migrations|tkgate_plugin_/.test(sql));
 }
 
-async function tablesOf(database: TestDatabase, dialect: string): Promise<string[]> {
+async function tablesOf(database: TestDatabase, dialect: DialectTarget['name']): Promise<string[]> {
   const db = database.open();
   try {
-    if (dialect === 'mysql') return ((await db.raw('SHOW TABLES')) as [Array<Record<string, string>>])[0].map((row) => Object.values(row)[0]!);
-    return ((await db.raw("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")) as Array<{ name: string }>).map(
-      (row) => row.name,
-    );
+    return await tableNames(db, dialect);
   } finally {
     await db.destroy();
   }
@@ -92,9 +89,11 @@ for (const dialect of dialects) {
         '-- tkgate-plugin-notes/001_notes',
         '-- tkgate-plugin-notes/002_pinned',
       ]);
+      // knex quotes names as each dialect does: PostgreSQL "users", the others `users`.
+      const q = dialect.name === 'postgres' ? '"' : '`';
       expect(dryRun.stdout)
-        .to.match(/^create table `users` \(/m)
-        .and.match(/^alter table `plugin_notes` add (column )?`pinned`/m);
+        .to.match(new RegExp(`^create table ${q}users${q} \\(`, 'm'))
+        .and.match(new RegExp(`^alter table ${q}plugin_notes${q} add (column )?${q}pinned${q}`, 'm'));
       // MariaDB: 002 asks the server for its collations (a read that runs) and plans the ALTERs by the answer.
       if (dialect.name === 'mysql')
         expect(dryRun.stdout).to.match(/^ALTER TABLE `users` MODIFY `username` VARCHAR\(64\) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL;$/m);

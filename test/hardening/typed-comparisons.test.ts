@@ -19,10 +19,10 @@ async function createThings(db: Database): Promise<void> {
     table.decimal('price', 10, 2).notNullable();
   });
   await db('things').insert([
-    { id: 1, title: 'alpha', qty: 12, big: '9007199254740992', flag: true, price: '1.50' },
-    { id: 2, title: 'beta', qty: 0, big: '9007199254740993', flag: false, price: '2.00' },
-    { id: 3, title: '0', qty: 7, big: '5', flag: false, price: '0.00' },
-    { id: 4, title: null, qty: 1, big: '6', flag: true, price: '3.25' },
+    { title: 'alpha', qty: 12, big: '9007199254740992', flag: true, price: '1.50' },
+    { title: 'beta', qty: 0, big: '9007199254740993', flag: false, price: '2.00' },
+    { title: '0', qty: 7, big: '5', flag: false, price: '0.00' },
+    { title: null, qty: 1, big: '6', flag: true, price: '3.25' },
   ]);
 }
 

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { runCli } from '../support/cli.js';
-import { dialects } from '../support/databases.js';
+import { dialects, tableNames } from '../support/databases.js';
 import { passwordOf } from '../support/fixtures.js';
 import { startGateway, writeConfig } from '../support/gateway-process.js';
 import { loginToken, toolkitClient } from '../support/http.js';
@@ -57,8 +57,7 @@ for (const dialect of dialects) {
       const again = await runCli(['migrate', '--config', config]);
       expect(again.stdout.trim()).to.equal('already up to date');
 
-      const record = (await s.bed.db.raw(dialect.name === 'mysql' ? 'SHOW TABLES' : "SELECT name FROM sqlite_master WHERE type = 'table'")) as unknown;
-      const tables = JSON.stringify(record);
+      const tables = JSON.stringify(await tableNames(s.bed.db, dialect.name));
       expect(tables).to.match(/tkgate_plugin_tkgate_plugin_counters_[0-9a-f]{8}"/);
       // core's own table holds core's migrations only (001_initial … 007_rate_limits)
       expect(await s.bed.db('tkgate_migrations').count({ n: '*' }).first()).to.deep.include({ n: 7 });

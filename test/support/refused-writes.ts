@@ -1,4 +1,6 @@
 import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { postgresAdmin } from './databases.js';
 import type { Testbed } from './fixtures.js';
 
 /**
@@ -19,6 +21,12 @@ export async function refuseSessionDeletes(bed: Testbed): Promise<RefusedDeletes
     await bed.db.raw("CREATE TRIGGER refuse_session_delete BEFORE DELETE ON sessions BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
     const allow = () => bed.db.raw('DROP TRIGGER IF EXISTS refuse_session_delete').then(() => undefined);
     return { dbConfig: bed.dbConfig, allow, drop: allow };
+  }
+  if (bed.dbConfig.client === 'postgres') {
+    const { admin, user, dbConfig, drop } = await restrictedPostgresUser(bed, 'nodel');
+    await admin.query(`GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO "${user}"`);
+    await admin.query(`GRANT DELETE ON login_failures TO "${user}"`);
+    return { dbConfig, allow: async () => void (await admin.query(`GRANT DELETE ON sessions TO "${user}"`)), drop };
   }
   const { admin, database, user, dbConfig, drop } = await restrictedUser(bed, 'nodel');
   await admin.query(`GRANT SELECT, INSERT, UPDATE ON \`${database}\`.* TO ?@?`, [user, '%']);
@@ -48,6 +56,34 @@ async function restrictedUser(bed: Testbed, prefix: string) {
     await admin.end();
   };
   return { admin, database, user, dbConfig: { client: 'mysql', url: restricted.toString() }, drop };
+}
+
+/**
+ * A PostgreSQL role (roles belong to the server) that may use the suite's database and its sequences, with
+ * no table rights yet; `admin` is a connection to that database as its owner. Rights are checked at each
+ * statement, so running connections see a grant or a revoke at once.
+ */
+async function restrictedPostgresUser(bed: Testbed, prefix: string) {
+  const url = new URL(String(bed.dbConfig.url));
+  const database = url.pathname.slice(1);
+  const user = `${prefix}_${database}`.slice(0, 63);
+  const admin = new pg.Client({ connectionString: url.toString() });
+  admin.on('error', () => undefined);
+  await admin.connect();
+  await admin.query(`CREATE ROLE "${user}" LOGIN PASSWORD '${prefix}-pw'`);
+  await admin.query(`GRANT CONNECT ON DATABASE "${database}" TO "${user}"`);
+  await admin.query(`GRANT USAGE ON SCHEMA public TO "${user}"`);
+  await admin.query(`GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "${user}"`);
+  const restricted = new URL(url);
+  restricted.username = user;
+  restricted.password = `${prefix}-pw`;
+  const drop = async () => {
+    // The role's grants live in the suite's database: dropped here, or with the database when that went first.
+    await admin.query(`DROP OWNED BY "${user}"`).catch(() => undefined);
+    await admin.end().catch(() => undefined);
+    await postgresAdmin((server) => server.query(`DROP ROLE IF EXISTS "${user}"`));
+  };
+  return { admin, user, dbConfig: { client: 'postgres', url: restricted.toString() }, drop };
 }
 
 /**
@@ -83,6 +119,14 @@ export async function refuseWrites(bed: Testbed): Promise<RefusedWrites> {
     // The triggers go with the suite's database file.
     return { dbConfig: bed.dbConfig, refuse, allow, drop: async () => undefined };
   }
+  if (bed.dbConfig.client === 'postgres') {
+    const { admin, user, dbConfig, drop } = await restrictedPostgresUser(bed, 'ro');
+    await admin.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO "${user}"`);
+    const allow = async () => void (await admin.query(`GRANT ${WRITES.join(', ')} ON ALL TABLES IN SCHEMA public TO "${user}"`));
+    await allow();
+    const refuse = async () => void (await admin.query(`REVOKE ${WRITES.join(', ')} ON ALL TABLES IN SCHEMA public FROM "${user}"`));
+    return { dbConfig, refuse, allow, drop };
+  }
   const { admin, database, user, dbConfig, drop } = await restrictedUser(bed, 'ro');
   const [rows] = await admin.query('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ?', [database]);
   const tables = (rows as Array<{ name: string }>).map((row) => row.name);
@@ -106,6 +150,12 @@ export async function refuseRateLimitCounts(bed: Testbed): Promise<{ dbConfig: R
     for (const event of ['INSERT', 'UPDATE'])
       await bed.db.raw(`CREATE TRIGGER refuse_rate_${event} BEFORE ${event} ON tkgate_rate_limits BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`);
     return { dbConfig: bed.dbConfig, drop: async () => undefined };
+  }
+  if (bed.dbConfig.client === 'postgres') {
+    const { admin, user, dbConfig, drop } = await restrictedPostgresUser(bed, 'norl');
+    await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO "${user}"`);
+    await admin.query(`REVOKE INSERT, UPDATE, DELETE ON tkgate_rate_limits FROM "${user}"`);
+    return { dbConfig, drop };
   }
   const { admin, database, user, dbConfig, drop } = await restrictedUser(bed, 'norl');
   await admin.query(`GRANT SELECT ON \`${database}\`.* TO ?@?`, [user, '%']);

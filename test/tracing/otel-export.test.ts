@@ -74,7 +74,8 @@ for (const dialect of dialects) {
       expect((await shopClient.post('shop', 'with-context', { note: BODY_SECRET })).status).to.equal(200);
       expect((await shopClient.post('shop', 'upstream', { note: BODY_SECRET })).status).to.equal(200);
       expect((await shopClient.post('shop', 'run', { note: BODY_SECRET })).status).to.equal(200);
-      const system = dialect.name === 'sqlite' ? 'sqlite' : 'mysql';
+      // db.system.name as the semantic conventions spell each database.
+      const system = { sqlite: 'sqlite', mysql: 'mysql', postgres: 'postgresql' }[dialect.name];
 
       // GET me: the server span's parent is the caller's span; the group read and the query are its children.
       const server = await waitForSpans('the server span of GET me', () => spansOf(TRACE_ID).find((span) => span.kind === SERVER));

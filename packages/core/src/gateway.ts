@@ -258,12 +258,13 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
 /** Where the database is, without its password. */
 export function describeDatabase(db: ServerConfig['db']): string {
   if (db.client === 'sqlite') return `sqlite:${db.filename}`;
+  const [scheme, port] = db.client === 'postgres' ? ['postgres', 5432] : ['mysql', 3306];
   try {
     const url = new URL(db.url);
     const user = url.username ? `${decodeURIComponent(url.username)}@` : '';
-    return `mysql://${user}${url.hostname}:${url.port || 3306}${url.pathname}`;
+    return `${scheme}://${user}${url.hostname}:${url.port || port}${url.pathname}`;
   } catch {
-    return 'mysql (db.url is not a valid URL)';
+    return `${db.client} (db.url is not a valid URL)`;
   }
 }
 

@@ -23,6 +23,8 @@ export { CORE_ERROR_CODES } from './error-codes.js';
 export type { ErrorCodeDeclaration, CoreErrorCode } from './error-codes.js';
 export { openDatabase } from './db/connect.js';
 export { whereExactly } from './db/exact-match.js';
+export { insertReturningId } from './db/inserted-id.js';
+export { databaseSystemName } from './tracing/database-span.js';
 export type { Database } from './db/connect.js';
 export { migrateToLatest, type MigrationState, type PlannedMigration } from './db/migrate.js';
 export { migrateWithPlugins, migrationPlan, migrationStatus } from './plugins/plugin-migrations.js';

@@ -1,4 +1,4 @@
-import { GatewayError, type Database, type DatabaseSchema, type EndpointCall, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { databaseSystemName, GatewayError, type DatabaseSchema, type EndpointCall, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { checkInternalEndpoint } from './check-queries.js';
 import { describeInternalResponse } from './describe-response.js';
 import { internalConfigSchema, type InternalConfig } from './internal-config.js';
@@ -13,7 +13,7 @@ const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-internal',
   apiVersion: '^1.4',
   register(api) {
-    const systemName = databaseSystem(api.db);
+    const systemName = databaseSystemName(api.db);
     const internal: EndpointType<InternalConfig> = {
       type: 'internal',
       configSchema: internalConfigSchema,
@@ -69,11 +69,5 @@ const plugin: TkgatePlugin = {
     api.registerEndpointType(internal);
   },
 };
-
-/** `db.system.name` of the semantic conventions for the gateway's database (knex's client: better-sqlite3 or mysql2). */
-function databaseSystem(db: Database): string {
-  const client = String((db.client as { config?: { client?: unknown } }).config?.client ?? '');
-  return client.includes('sqlite') ? 'sqlite' : client.includes('mysql') ? 'mysql' : client;
-}
 
 export default plugin;

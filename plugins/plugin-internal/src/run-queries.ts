@@ -1,5 +1,6 @@
 import {
   GatewayError,
+  insertReturningId,
   NOT_CONVERTIBLE,
   whereExactly,
   type Database,
@@ -17,6 +18,8 @@ export interface PreparedQuery {
   label: string;
   where: ColumnValue[];
   values: ColumnValue[];
+  /** The column PostgreSQL returns as an insert's id (DatabaseSchema.generatedColumn). */
+  generated?: string;
   /** A select, compiled once with its where values as parameters (SQL NULL needs IS NULL, so not for nulls). */
   read?: PreparedRead;
 }
@@ -33,6 +36,7 @@ export function prepareQueries(queries: PseudoQuery[], db: Database, prepareRead
   return queries.map((query, index) => {
     const where = bound(query.table, query.where);
     const entry: PreparedQuery = { query, label: `pseudo query ${query.name ?? index}`, where, values: bound(query.table, query.values) };
+    if (query.op === 'insert') entry.generated = schema.generatedColumn(query.table);
     if (query.op === 'select') {
       // Cached on SQLite until anyone commits to the file (data_version, exact): read-mostly tools read
       // the same rows over and over; MySQL/MariaDB always reads.
@@ -107,8 +111,7 @@ async function runOne(db: Database, entry: PreparedQuery, where: Record<string, 
       return builder;
     }
     case 'insert': {
-      const [id] = await db(query.table).insert(values);
-      return { id: typeof id === 'object' && id !== null ? Object.values(id)[0] : id };
+      return { id: await insertReturningId(db, query.table, values, entry.generated) };
     }
     case 'update':
       return { affected: await matching().update(values) };

@@ -1,4 +1,5 @@
 import type { Database } from '../db/connect.js';
+import { insertReturningId } from '../db/inserted-id.js';
 import { GatewayError } from '../errors.js';
 import { checkGroupName, checkToolkitName } from './names.js';
 import { coreGroupIdOf, userIdOf } from './lookups.js';
@@ -7,7 +8,7 @@ import { coreGroupIdOf, userIdOf } from './lookups.js';
 export async function addGroup(db: Database, name: string): Promise<number> {
   checkGroupName('group', name);
   if (await db('core_groups').where({ name }).first('id')) throw new GatewayError(409, 'group_exists', `core group ${name} already exists`);
-  const [id] = await db('core_groups').insert({ name });
+  const id = await insertReturningId(db, 'core_groups', { name });
   return Number(id);
 }
 

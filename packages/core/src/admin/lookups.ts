@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/connect.js';
+import { insertReturningId } from '../db/inserted-id.js';
 import { notFound } from '../errors.js';
 import { checkGroupName } from './names.js';
 
@@ -15,7 +16,7 @@ export async function ensureCoreGroup(db: Knex | Knex.Transaction, name: string)
   checkGroupName('group', name);
   const existing = await db('core_groups').where({ name }).first('id');
   if (existing) return Number(existing.id);
-  const [id] = await db('core_groups').insert({ name });
+  const id = await insertReturningId(db, 'core_groups', { name });
   return Number(id);
 }
 

@@ -1,4 +1,5 @@
 import type { Database } from '../db/connect.js';
+import { insertReturningId } from '../db/inserted-id.js';
 import { GatewayError } from '../errors.js';
 import { hashPassword, MAX_PASSWORD_LENGTH } from '../users/passwords.js';
 import { ensureCoreGroup, userIdOf } from './lookups.js';
@@ -41,7 +42,7 @@ export async function addUser(db: Database, user: NewUser): Promise<number> {
       throw new GatewayError(409, 'user_exists', `user ${user.username} already exists`);
     }
     const coreGroupId = user.group === undefined ? null : await ensureCoreGroup(trx, user.group);
-    const [id] = await trx('users').insert({
+    const id = await insertReturningId(trx, 'users', {
       username: user.username,
       password_hash: passwordHash,
       power: user.power ?? 0,

@@ -1,4 +1,5 @@
 import type { Database } from '../db/connect.js';
+import { insertReturningId } from '../db/inserted-id.js';
 import { describeDatabaseError } from '../db/database-errors.js';
 import type { Logger } from '../log.js';
 import { auditRow, detailsText, type AuditEvent, type AuditOutcome } from './audit-event.js';
@@ -12,7 +13,7 @@ export interface AuditFailureSink {
 
 /** Writes an event as a row of `audit_events`; resolves to its id. Throws what the database threw. */
 export async function writeAuditEvent(db: Database, event: AuditEvent): Promise<number> {
-  const [id] = (await db('audit_events').insert(auditRow(event))) as number[];
+  const id = await insertReturningId(db, 'audit_events', auditRow(event));
   return Number(id);
 }
 

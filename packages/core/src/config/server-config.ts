@@ -65,9 +65,13 @@ const declaration = {
     },
   },
   db: {
-    client: oneOf(['sqlite', 'mysql'], 'sqlite', { doc: 'sqlite or mysql', env: 'TKGATE_DB_CLIENT' }),
+    client: oneOf(['sqlite', 'mysql', 'postgres'], 'sqlite', { doc: 'sqlite, mysql (MySQL/MariaDB) or postgres (PostgreSQL)', env: 'TKGATE_DB_CLIENT' }),
     filename: filePath('./data/tkgate.sqlite', { doc: 'SQLite file (directory created)', env: 'TKGATE_DB_FILE' }),
-    url: text('', { doc: 'MySQL/MariaDB URL, e.g. mysql://user:pass@127.0.0.1:3306/tkgate', env: 'TKGATE_DB_URL', sensitive: true }),
+    url: text('', {
+      doc: 'MySQL/MariaDB or PostgreSQL URL, e.g. mysql://user:pass@127.0.0.1:3306/tkgate or postgres://user:pass@127.0.0.1:5432/tkgate',
+      env: 'TKGATE_DB_URL',
+      sensitive: true,
+    }),
     timeout: duration(
       '5s',
       {
@@ -313,8 +317,8 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
     throw new ConfigError(`invalid configuration: ${(err as Error).message.split('\n').join('; ')}`);
   }
   const normalised = normalise(config.getProperties(), cwd);
-  if (normalised.db.client === 'mysql' && !normalised.db.url) {
-    throw new ConfigError('invalid configuration: db.url: must be set when db.client is mysql');
+  if (normalised.db.client !== 'sqlite' && !normalised.db.url) {
+    throw new ConfigError(`invalid configuration: db.url: must be set when db.client is ${normalised.db.client}`);
   }
   if (normalised.rate_limits.store === 'redis' && !normalised.rate_limits.redis_url) {
     throw new ConfigError('invalid configuration: rate_limits.redis_url: must be set when rate_limits.store is redis');

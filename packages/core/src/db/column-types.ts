@@ -95,6 +95,16 @@ export function mysqlColumnKind(dataType: string, columnType: string): ColumnKin
   return 'text';
 }
 
+/** PostgreSQL: information_schema.columns' data_type. Unknown types (uuid, json, enums...) compare as text. */
+export function postgresColumnKind(dataType: string): ColumnKind {
+  const type = dataType.toLowerCase();
+  if (type === 'boolean') return 'boolean';
+  if (['smallint', 'integer', 'bigint'].includes(type)) return 'integer';
+  if (['numeric', 'real', 'double precision', 'money'].includes(type)) return 'number';
+  if (type === 'date' || type.startsWith('timestamp') || type.startsWith('time') || type === 'interval') return 'temporal';
+  return 'text';
+}
+
 /** SQLite: the declared type, by its affinity rules (sqlite.org/datatype3.html 3.1), booleans and dates first. */
 export function sqliteColumnKind(declared: string): ColumnKind {
   const type = declared.toUpperCase();

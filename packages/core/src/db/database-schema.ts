@@ -1,13 +1,22 @@
-import { isMysql, type Database } from './connect.js';
+import { dialectOf, rawRows, type Database } from './connect.js';
 import { nearest } from '../suggest.js';
-import { COLUMN_TYPES, mysqlColumnKind, sqliteColumnKind, type ColumnKind, type ColumnType } from './column-types.js';
+import { COLUMN_TYPES, mysqlColumnKind, postgresColumnKind, sqliteColumnKind, type ColumnKind, type ColumnType } from './column-types.js';
 
 /**
  * Tables and columns of the live database, with each column's type. Configuration names tables and columns
  * only through this: a name that is not here is a config error, so no unknown identifier ever reaches a query.
  */
 export class DatabaseSchema {
-  constructor(private readonly tables: ReadonlyMap<string, ReadonlyMap<string, ColumnKind>>) {}
+  constructor(
+    private readonly tables: ReadonlyMap<string, ReadonlyMap<string, ColumnKind>>,
+    /** PostgreSQL: each table's serial or identity column, which an insert returns as the new row's id. */
+    private readonly generated: ReadonlyMap<string, string> = new Map(),
+  ) {}
+
+  /** The column whose value the database generates for a new row (PostgreSQL only; see db/inserted-id.ts). */
+  generatedColumn(table: string): string | undefined {
+    return this.generated.get(table);
+  }
 
   hasTable(table: string): boolean {
     return this.tables.has(table);
@@ -72,7 +81,20 @@ export async function readDatabaseSchema(db: Database): Promise<DatabaseSchema> 
     if (!tables.has(table)) tables.set(table, new Map());
     tables.get(table)!.set(column, kind);
   };
-  if (isMysql(db)) {
+  const generated = new Map<string, string>();
+  const dialect = dialectOf(db);
+  if (dialect === 'postgres') {
+    // The schema tkgate's tables are in (the connection's search_path), tables and views alike.
+    const rows = rawRows<{ t: string; c: string; d: string; g: boolean }>(
+      await db.raw(
+        "SELECT table_name AS t, column_name AS c, data_type AS d, (is_identity = 'YES' OR column_default LIKE 'nextval(%') AS g FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position",
+      ),
+    );
+    for (const row of rows) {
+      add(row.t, row.c, postgresColumnKind(row.d));
+      if (row.g && !generated.has(row.t)) generated.set(row.t, row.c);
+    }
+  } else if (dialect === 'mysql') {
     const [rows] = (await db.raw(
       'SELECT TABLE_NAME AS t, COLUMN_NAME AS c, DATA_TYPE AS d, COLUMN_TYPE AS ct FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()',
     )) as [Array<{ t: string; c: string; d: string; ct: string }>];
@@ -84,5 +106,5 @@ export async function readDatabaseSchema(db: Database): Promise<DatabaseSchema> 
       for (const column of columns) add(name, column.name, sqliteColumnKind(column.type));
     }
   }
-  return new DatabaseSchema(tables);
+  return new DatabaseSchema(tables, generated);
 }

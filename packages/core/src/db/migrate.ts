@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Database } from './connect.js';
+import { dialectOf, type Database } from './connect.js';
 import * as initial from './migrations/001_initial.js';
 import * as sharedAuthority from './migrations/002_shared_authority.js';
 import * as readiness from './migrations/003_readiness.js';
@@ -95,21 +95,27 @@ type RawClient = Knex.Client & { _query(connection: unknown, obj: QueryObject): 
 
 /**
  * `tkgate migrate --dry-run`: the pending migrations' statements, found by running them in one
- * transaction that is rolled back. SQLite runs every statement (its DDL is transactional, so the
- * rollback undoes all; later migrations see earlier ones' tables: exact). MySQL commits DDL at once,
+ * transaction that is rolled back. SQLite and PostgreSQL run every statement (their DDL is transactional,
+ * so the rollback undoes all; later migrations see earlier ones' tables: exact). MySQL commits DDL at once,
  * so there only reads run and writes are recorded with an empty answer: exact unless a migration reads
  * what an earlier pending one would have written.
  */
 export async function plannedMigrations(db: Database, sets: readonly MigrationSet[]): Promise<PlannedMigration[]> {
   const trx = await db.transaction();
   const client = trx.client as RawClient;
-  const runsWrites = db.client.config.client !== 'mysql2';
+  const dialect = dialectOf(db);
+  const runsWrites = dialect !== 'mysql';
   const execute = client._query.bind(client);
   let current: string[] = [];
+  // PostgreSQL's statements arrive with numbered placeholders ($1), the others' with `?` in order.
+  const fillIn = ({ sql, bindings = [] }: QueryObject) => {
+    let next = 0;
+    const at = (index: number, mark: string) => (index < bindings.length ? client._escapeBinding(bindings[index]) : mark);
+    return dialect === 'postgres' ? sql.replace(/\$(\d+)/g, (mark, n: string) => at(Number(n) - 1, mark)) : sql.replace(/\?/g, (mark) => at(next++, mark));
+  };
   client._query = async (connection, obj) => {
     if (READ_ONLY.test(obj.sql) || TRANSACTION_CONTROL.test(obj.sql)) return execute(connection, obj);
-    let index = 0;
-    current.push(obj.sql.replace(/\?/g, (mark) => (index < (obj.bindings?.length ?? 0) ? client._escapeBinding(obj.bindings![index++]) : mark)));
+    current.push(fillIn(obj));
     if (runsWrites) return execute(connection, obj);
     obj.response = [[], []];
     return obj;

@@ -1,7 +1,7 @@
 import Sqlite from 'better-sqlite3';
 import type { Knex } from 'knex';
 import type { ServerConfig } from '../config/server-config.js';
-import { sqliteBusyMs, type Database } from './connect.js';
+import { rawRows, sqliteBusyMs, type Database } from './connect.js';
 
 /**
  * Reads on the request path, compiled once. knex writes the SQL (identifiers quoted for the dialect,
@@ -9,7 +9,7 @@ import { sqliteBusyMs, type Database } from './connect.js';
  * SQLite: a statement cache on a dedicated read-only connection (WAL lets it read beside the writer):
  * knex re-preparing and re-compiling every query was most of a status call's CPU (docs/performance.md,
  * "Reads on the request path").
- * MySQL/MariaDB: the same SQL through the knex pool, where the network round trip dominates.
+ * MySQL/MariaDB and PostgreSQL: the same SQL through the knex pool, where the network round trip dominates.
  */
 export interface PreparedRead {
   all(params?: readonly unknown[]): Promise<Array<Record<string, unknown>>>;
@@ -61,8 +61,10 @@ function inlineLimits(builder: Knex.QueryBuilder): Knex.QueryBuilder {
   return builder;
 }
 
-function compile(build: (param: (index: number) => string) => Knex.QueryBuilder): { sql: string; plan: BindingPlan } {
-  const { sql, bindings } = inlineLimits(build(param)).toSQL().toNative();
+/** `native`: the driver's own placeholders (better-sqlite3); else knex's `?`, for db.raw. */
+function compile(build: (param: (index: number) => string) => Knex.QueryBuilder, native = true): { sql: string; plan: BindingPlan } {
+  const compiled = inlineLimits(build(param)).toSQL();
+  const { sql, bindings } = native ? compiled.toNative() : compiled;
   const plan = bindings.map((binding) => {
     const match = typeof binding === 'string' ? PARAM.exec(binding) : null;
     return match ? { param: Number(match[1]) } : { value: binding };
@@ -156,13 +158,11 @@ export function openPreparedReads(db: Database, config: ServerConfig['db']): Pre
   }
   return {
     prepare(build) {
-      const { sql, plan } = compile(build);
+      // knex's own placeholders: PostgreSQL's $1, $2... are numbered by db.raw.
+      const { sql, plan } = compile(build, false);
       return {
         cachedRows: NOT_CACHED,
-        all: async (params = []) => {
-          const [rows] = (await db.raw(sql, bind(plan, params) as Knex.RawBinding[])) as [Array<Record<string, unknown>>];
-          return rows;
-        },
+        all: async (params = []) => rawRows<Record<string, unknown>>(await db.raw(sql, bind(plan, params) as Knex.RawBinding[])),
       };
     },
     dataVersion: () => undefined,

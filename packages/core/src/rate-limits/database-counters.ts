@@ -1,5 +1,5 @@
 import Sqlite from 'better-sqlite3';
-import { sqliteBusyMs, type Database, type DatabaseSettings } from '../db/connect.js';
+import { rawRows, sqliteBusyMs, type Database, type DatabaseSettings } from '../db/connect.js';
 import type { RateLimitCounters } from './rate-limit-counters.js';
 
 /**
@@ -10,10 +10,20 @@ import type { RateLimitCounters } from './rate-limit-counters.js';
  * SQLite returns the row (RETURNING), from a statement prepared once on a connection of its own: cheaper
  * than knex, which prepares every query again and answers in a later turn (docs/performance.md, "Rate
  * limits"). MariaDB hands the new count back through LAST_INSERT_ID(expr) in the statement's own answer (0 when
- * the row was inserted: the first call), through the knex pool and its db.timeout.
+ * the row was inserted: the first call), through the knex pool and its db.timeout. PostgreSQL locks the row
+ * as MariaDB does and returns it (RETURNING), through the knex pool too.
  */
 export function databaseCounters(db: Database, settings: DatabaseSettings): RateLimitCounters {
   if (settings.client === 'sqlite') return sqliteCounters(settings);
+  if (settings.client === 'postgres') {
+    return {
+      async hit(key, windowEnd) {
+        const [row] = rawRows<{ hits: number; window_end: number }>(await db.raw(POSTGRES_UPSERT, [key, windowEnd]));
+        return { hits: Number(row!.hits), windowEnd: Number(row!.window_end) };
+      },
+      close: async () => undefined,
+    };
+  }
   return {
     async hit(key, windowEnd) {
       const [result] = (await db.raw(MYSQL_UPSERT, [key, windowEnd])) as [{ insertId: number }];
@@ -42,6 +52,13 @@ const SQLITE_UPSERT = `INSERT INTO tkgate_rate_limits (key_hash, window_end, hit
 ON CONFLICT (key_hash) DO UPDATE SET
   hits = CASE WHEN excluded.window_end > window_end THEN 1 ELSE hits + 1 END,
   window_end = MAX(window_end, excluded.window_end)
+RETURNING hits, window_end`;
+
+// PostgreSQL's assignments all read the row as it was before the statement.
+const POSTGRES_UPSERT = `INSERT INTO tkgate_rate_limits AS budget (key_hash, window_end, hits) VALUES (?, ?, 1)
+ON CONFLICT (key_hash) DO UPDATE SET
+  hits = CASE WHEN excluded.window_end > budget.window_end THEN 1 ELSE budget.hits + 1 END,
+  window_end = GREATEST(budget.window_end, excluded.window_end)
 RETURNING hits, window_end`;
 
 // MariaDB evaluates the assignments in order: `hits` must read window_end before it is moved.

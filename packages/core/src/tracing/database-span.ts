@@ -1,4 +1,4 @@
-import { isMysql, type Database } from '../db/connect.js';
+import { dialectOf, type Database, type Dialect } from '../db/connect.js';
 import type { RequestTrace } from './request-trace.js';
 import type { ChildSpan } from './trace-api.js';
 
@@ -7,7 +7,12 @@ import type { ChildSpan } from './trace-api.js';
  * tracing off the read costs nothing more. `db.system.name` as the semantic conventions spell it;
  * `tkgate.cached` when the answer came from the prepared-read cache without a query.
  */
+const DB_SYSTEM: Record<Dialect, string> = { sqlite: 'sqlite', mysql: 'mysql', postgres: 'postgresql' };
+
+/** `db.system.name` of the semantic conventions for the gateway's database. */
+export const databaseSystemName = (db: Database): string => DB_SYSTEM[dialectOf(db)];
+
 export function databaseSpan(trace: RequestTrace, name: string, db: Database): ChildSpan | undefined {
   if (!trace.recording) return undefined;
-  return trace.startSpan(name, { attributes: { 'db.system.name': isMysql(db) ? 'mysql' : 'sqlite', 'db.operation.name': 'SELECT' } });
+  return trace.startSpan(name, { attributes: { 'db.system.name': databaseSystemName(db), 'db.operation.name': 'SELECT' } });
 }

@@ -9,7 +9,7 @@ import { redirectUriOf, requestOrigin } from './oidc-services.js';
 import { signInUser, SignInRefused, type SignInRefusal } from './oidc-users.js';
 import type { OidcProvider } from './provider-registry.js';
 import type { PendingLogin } from './pending-logins.js';
-import { isUniqueViolation } from './unique-violation.js';
+import { isUniqueViolation } from '../../db/database-errors.js';
 
 /** How far ahead of this gateway's clock a provider's clock may be (an ID token's iat). */
 const IAT_LEEWAY_S = 60;

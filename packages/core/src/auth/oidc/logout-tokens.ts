@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { Database } from '../../db/connect.js';
-import { isUniqueViolation } from './unique-violation.js';
+import { isUniqueViolation } from '../../db/database-errors.js';
 
 /**
  * The `jti` of every back-channel logout token accepted, kept while the token could still pass the freshness

@@ -1,5 +1,6 @@
 import { ensureCoreGroup } from '../../admin/lookups.js';
 import type { Database } from '../../db/connect.js';
+import { insertReturningId } from '../../db/inserted-id.js';
 import type { MappedClaims } from './claim-mapping.js';
 
 /** Why a sign-in found no user to continue with; each is the `#error=` the front end gets. */
@@ -41,7 +42,7 @@ export async function signInUser(
     if (username === undefined || !USERNAME.test(username)) throw new SignInRefused('invalid_id_token', 'the ID token names no usable username');
     const taken = await trx('users').where({ username }).first('id', 'username');
     if (taken && String(taken.username) === username) throw new SignInRefused('account_conflict', 'the username belongs to another user');
-    const [id] = await trx('users').insert({
+    const id = await insertReturningId(trx, 'users', {
       username,
       password_hash: '',
       power: mapped.power,
