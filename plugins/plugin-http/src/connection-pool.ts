@@ -8,9 +8,9 @@ import type { UpstreamTls } from './upstream-tls.js';
  * fully and correctly framed come back here (passthrough-reader.ts decides); an idle one is dropped when the
  * upstream sends anything or closes (any byte outside an exchange retires a connection, as nginx and undici
  * do), after IDLE_MS, or when its group already keeps MAX_IDLE_PER_ORIGIN. Connections are kept per origin
- * and connection group (upstream-transport.ts, `connectionGroup`): endpoints that send other credentials
- * never share one, so that an upstream's stray bytes can only ever reach calls made with the same ones; the
- * group includes the endpoint's TLS material (upstream.tls), so neither do endpoints with other certificates.
+ * and connection group (upstream-transport.ts, `connectionGroup`): another user's calls, or calls of endpoints
+ * with other credentials or TLS material (upstream.tls), never share one, so that an upstream's answer sent
+ * out of turn can only ever reach a call of the same user made with the same credentials.
  */
 const MAX_IDLE_PER_ORIGIN = 64;
 /** Below the 5 s keep-alive timeout of node's HTTP server, so that mostly we, not the upstream, close first. */
@@ -31,7 +31,8 @@ export class ConnectionPool {
 
   /** An idle connection of the group to the URL's origin if there is one, else a new one. */
   acquire(url: URL, group: string, tls: UpstreamTls | undefined): UpstreamConnection {
-    const list = this.idle.get(keyOf(url, group));
+    const key = keyOf(url, group);
+    const list = this.idle.get(key);
     for (let connection = list?.pop(); connection; connection = list?.pop()) {
       // One the upstream has half-closed, whose end this process has not handled yet, is never written to.
       if (connection.socket.destroyed || !connection.socket.writable || connection.socket.readableEnded) {
@@ -39,8 +40,10 @@ export class ConnectionPool {
         continue;
       }
       connection.socket.ref();
+      this.forgetIfEmpty(key, list!);
       return connection;
     }
+    if (list) this.forgetIfEmpty(key, list);
     return this.connect(url, tls);
   }
 
@@ -62,6 +65,7 @@ export class ConnectionPool {
       connection.socket.destroy();
       const at = list.indexOf(connection);
       if (at >= 0) list.splice(at, 1);
+      this.forgetIfEmpty(key, list);
     };
     const idleUser: ConnectionUser = {
       // An idle upstream has nothing to say; whatever it sends makes the connection unusable.
@@ -77,6 +81,11 @@ export class ConnectionPool {
     this.idle.set(key, list);
     // Reading on while idle is how a close by the upstream is seen.
     connection.read();
+  }
+
+  /** Groups are per user: an empty one is forgotten, so the map holds only groups with idle connections. */
+  private forgetIfEmpty(key: string, list: UpstreamConnection[]): void {
+    if (list.length === 0 && this.idle.get(key) === list) this.idle.delete(key);
   }
 
   close(): void {

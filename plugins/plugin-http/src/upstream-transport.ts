@@ -13,8 +13,10 @@ export interface UpstreamRequest {
   /** Streamed answers: the timeout bounds the wait for headers and each silence, not the whole download. */
   streamed: boolean;
   /**
-   * Calls share kept connections only within one group: the endpoint's credentials (its configured headers).
-   * An upstream that sends bytes after an answer can then only ever reach a call made with the same ones.
+   * Calls share kept connections only within one group: one user's calls with the endpoint's credentials (its
+   * configured headers and TLS material). An upstream that sends bytes out of turn (after an answer, or a
+   * second answer once the next request has gone out: HTTP/1.1 cannot tell that from an answer) can then
+   * only ever reach a call of the same user, made with the same credentials.
    */
   connectionGroup: string;
   /** The endpoint's upstream.tls (CA, client certificate, SNI name), for https:// URLs; its id is part of connectionGroup. */
@@ -144,20 +146,53 @@ export async function readWhole(response: UpstreamResponse, maxBytes: number, cl
 }
 
 /**
- * A transport's keep-alive agents: one per connection group (UpstreamRequest), made on first use with the
- * group's TLS material (the group includes its id, so one agent never serves two sets of credentials).
+ * Refuses an answer that names another request (`sent`: the request's X-Request-Id). An upstream that echoes X-Request-Id binds each answer to
+ * its request: an answer with another id is one it sent out of turn (a second answer to an earlier request,
+ * read as the answer to this one), refused before any of it is used. The failure to throw (the caller also
+ * destroys the connection, whose next bytes would be this request's late answer); undefined when the answer
+ * carries no id or this request's.
  */
-export function perGroup<T>(make: (tls: UpstreamTls | undefined) => T): { of(request: UpstreamRequest): T; all(): Iterable<T> } {
-  const agents = new Map<string, T>();
+export function answersAnother(sent: string | undefined, echoed: string | string[] | undefined): UpstreamFailure | undefined {
+  if (echoed === undefined || sent === undefined || echoed === sent) return undefined;
+  // No upstream_status: it is not this request's answer.
+  return new UpstreamFailure('request_id_mismatch', 'the upstream answered with the X-Request-Id of another request');
+}
+
+/** A group unused for this long has its agent closed: longer than any agent keeps an idle connection. */
+const GROUP_IDLE_MS = 30_000;
+
+/**
+ * A transport's keep-alive agents: one per connection group (UpstreamRequest: a user and the endpoint's
+ * credentials), made on first use with the group's TLS material. There is a group per user, so a group left
+ * unused for GROUP_IDLE_MS is handed to `retire`, which closes its agent and says true, or says false while
+ * it still has calls running (it is offered again at the next sweep).
+ */
+export function perGroup<T>(
+  make: (tls: UpstreamTls | undefined) => T,
+  retire: (agent: T) => boolean,
+): { of(request: UpstreamRequest): T; all(): Iterable<T>; close(): void } {
+  const groups = new Map<string, { agent: T; used: boolean }>();
+  const sweep = setInterval(() => {
+    for (const [key, group] of groups) {
+      if (group.used) group.used = false;
+      else if (retire(group.agent)) groups.delete(key);
+    }
+  }, GROUP_IDLE_MS).unref();
   return {
     of(request) {
-      let agent = agents.get(request.connectionGroup);
-      if (!agent) {
-        agent = make(request.tls);
-        agents.set(request.connectionGroup, agent);
-      }
-      return agent;
+      let group = groups.get(request.connectionGroup);
+      if (!group) {
+        group = { agent: make(request.tls), used: true };
+        groups.set(request.connectionGroup, group);
+      } else group.used = true;
+      return group.agent;
     },
-    all: () => agents.values(),
+    *all() {
+      for (const group of groups.values()) yield group.agent;
+    },
+    close() {
+      clearInterval(sweep);
+      groups.clear();
+    },
   };
 }
