@@ -23,7 +23,7 @@ const MAX_HEAD_BYTES = 64 * 1024;
  */
 export function passthroughRequest(request: UpstreamRequest, pool: ConnectionPool): Promise<UpstreamResponse> {
   const url = new URL(request.url);
-  return exchange(request, url, pool, pool.acquire(url, request.connectionGroup, request.tls));
+  return exchange(request, url, pool, pool.acquire(url, request.connectionGroup, request.caller, request.tls));
 }
 
 function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, connection: UpstreamConnection): Promise<UpstreamResponse> {
@@ -237,7 +237,8 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
       if (finished) return;
       finished = true;
       stopWatching();
-      if (complete && clean && keepAlive && framing.kind !== 'close' && writing === 0) pool.release(url, request.connectionGroup, connection, keepAliveMs);
+      if (complete && clean && keepAlive && framing.kind !== 'close' && writing === 0)
+        pool.release(url, request.connectionGroup, request.caller, connection, keepAliveMs);
       else socket.destroy();
       finishBody();
     }

@@ -68,6 +68,7 @@ class ProxiedRequest implements UpstreamRequest {
   readonly timeoutMs: number;
   readonly streamed: boolean;
   readonly connectionGroup: string;
+  readonly caller: number;
   readonly tls: UpstreamTls | undefined;
   readonly idempotent: boolean;
 
@@ -81,8 +82,9 @@ class ProxiedRequest implements UpstreamRequest {
     // The trace context is the gateway's own (the upstream call's span), whatever the client sent: every transport sends these headers.
     this.headers = { ...fixed.headers, 'x-request-id': call.requestId, traceparent: span.traceparent };
     if (span.tracestate !== undefined) this.headers.tracestate = span.tracestate;
-    // Never shared between users: an answer an upstream sends out of turn can only reach the user it was meant for.
-    this.connectionGroup = `${call.callerId}\n${fixed.connectionGroup}`;
+    this.connectionGroup = fixed.connectionGroup;
+    // Connections are never shared between users: an answer an upstream sends out of turn can only reach the user it was meant for.
+    this.caller = call.callerId;
     this.tls = fixed.tls;
     this.idempotent = upstream.idempotent;
     this.body = JSON.stringify(call.context);

@@ -23,8 +23,8 @@ function rawHeader(raw: Buffer[], lowerName: string): string | string[] | undefi
   let found: string | string[] | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
-    // Most names differ in length: compared as text only when they do not.
-    if (name.length !== lowerName.length || name.toString('latin1').toLowerCase() !== lowerName) continue;
+    // Compared as text (an allocation) only when the length and the first letter match.
+    if (name.length !== lowerName.length || (name[0]! | 0x20) !== lowerName.charCodeAt(0) || name.toString('latin1').toLowerCase() !== lowerName) continue;
     const value = raw[i + 1]!.toString('latin1');
     found = found === undefined ? value : [found, value].flat();
   }

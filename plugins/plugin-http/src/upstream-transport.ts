@@ -13,12 +13,14 @@ export interface UpstreamRequest {
   /** Streamed answers: the timeout bounds the wait for headers and each silence, not the whole download. */
   streamed: boolean;
   /**
-   * Calls share kept connections only within one group: one user's calls with the endpoint's credentials (its
-   * configured headers and TLS material). An upstream that sends bytes out of turn (after an answer, or a
-   * second answer once the next request has gone out: HTTP/1.1 cannot tell that from an answer) can then
-   * only ever reach a call of the same user, made with the same credentials.
+   * Calls share kept connections only within one group and one caller: the endpoint's credentials (its
+   * configured headers and TLS material), and the user the call is made for. An upstream that sends bytes
+   * out of turn (after an answer, or a second answer once the next request has gone out: HTTP/1.1 cannot
+   * tell that from an answer) can then only ever reach a call of the same user, with the same credentials.
    */
   connectionGroup: string;
+  /** The user the call is made for (EndpointCall.callerId). */
+  caller: number;
   /** The endpoint's upstream.tls (CA, client certificate, SNI name), for https:// URLs; its id is part of connectionGroup. */
   tls?: UpstreamTls | undefined;
   /** Aborted when the client goes away; made on first read, so read it only where nothing cheaper works. */
@@ -162,8 +164,7 @@ export function answersAnother(sent: string | undefined, echoed: string | string
 const GROUP_IDLE_MS = 30_000;
 
 /**
- * A transport's keep-alive agents: one per connection group (UpstreamRequest: a user and the endpoint's
- * credentials), made on first use with the group's TLS material. There is a group per user, so a group left
+ * A transport's keep-alive agents: one per connection group and caller (UpstreamRequest), made on first use with the group's TLS material. There is a group per user, so a group left
  * unused for GROUP_IDLE_MS is handed to `retire`, which closes its agent and says true, or says false while
  * it still has calls running (it is offered again at the next sweep).
  */
@@ -171,24 +172,28 @@ export function perGroup<T>(
   make: (tls: UpstreamTls | undefined) => T,
   retire: (agent: T) => boolean,
 ): { of(request: UpstreamRequest): T; all(): Iterable<T>; close(): void } {
-  const groups = new Map<string, { agent: T; used: boolean }>();
+  // By credentials, then by caller: the first key is one string per endpoint (its hash kept), the second a number.
+  const groups = new Map<string, Map<number, { agent: T; used: boolean }>>();
   const sweep = setInterval(() => {
-    for (const [key, group] of groups) {
-      if (group.used) group.used = false;
-      else if (retire(group.agent)) groups.delete(key);
+    for (const [key, callers] of groups) {
+      for (const [caller, group] of callers) {
+        if (group.used) group.used = false;
+        else if (retire(group.agent)) callers.delete(caller);
+      }
+      if (callers.size === 0) groups.delete(key);
     }
   }, GROUP_IDLE_MS).unref();
   return {
     of(request) {
-      let group = groups.get(request.connectionGroup);
-      if (!group) {
-        group = { agent: make(request.tls), used: true };
-        groups.set(request.connectionGroup, group);
-      } else group.used = true;
+      let callers = groups.get(request.connectionGroup);
+      if (!callers) groups.set(request.connectionGroup, (callers = new Map()));
+      let group = callers.get(request.caller);
+      if (!group) callers.set(request.caller, (group = { agent: make(request.tls), used: true }));
+      else group.used = true;
       return group.agent;
     },
     *all() {
-      for (const group of groups.values()) yield group.agent;
+      for (const callers of groups.values()) for (const group of callers.values()) yield group.agent;
     },
     close() {
       clearInterval(sweep);

@@ -97,7 +97,7 @@ describe('upstream transports: one conformance suite', () => {
   /** A call as proxy.ts makes one; `controller.abort()` plays the client going away. */
   const requestTo = (
     url: string,
-    options: { timeoutMs?: number; streamed?: boolean; controller?: AbortController; group?: string; requestId?: string } = {},
+    options: { timeoutMs?: number; streamed?: boolean; controller?: AbortController; group?: string; caller?: number; requestId?: string } = {},
   ): UpstreamRequest => {
     const controller = options.controller ?? new AbortController();
     return {
@@ -107,6 +107,7 @@ describe('upstream transports: one conformance suite', () => {
       timeoutMs: options.timeoutMs ?? 5000,
       streamed: options.streamed ?? false,
       connectionGroup: options.group ?? '',
+      caller: options.caller ?? 1,
       signal: controller.signal,
       whenClientGone(listener) {
         controller.signal.addEventListener('abort', listener, { once: true });
@@ -197,23 +198,25 @@ describe('upstream transports: one conformance suite', () => {
       });
 
       /** The connection an answer came on, in both modes. */
-      const connectionOf = async (path: string, group: string, streamed = false): Promise<number> => {
-        const request = requestTo(`${base}${path}`, { group, streamed });
+      const connectionOf = async (path: string, group: string, streamed = false, caller = 1): Promise<number> => {
+        const request = requestTo(`${base}${path}`, { group, streamed, caller });
         const text = streamed ? await bodyOf(await transport.post(request)) : (await transport.fetchWhole(request, 1000)).body.toString();
         // undici frees a connection for the next call only after the turn that completed the answer.
         await new Promise((resolve) => setTimeout(resolve, 50));
         return (JSON.parse(text) as { connection: number }).connection;
       };
 
-      it('shares kept connections only within a group (issue 32: a group is one user with one set of credentials)', async () => {
+      it('shares kept connections only within one group and one caller (issue 32)', async () => {
         for (const streamed of [false, true]) {
-          const [a, b] = [`ana-${name}-${streamed}`, `bo-${name}-${streamed}`];
-          const first = await connectionOf('/connection', a, streamed);
-          expect(await connectionOf('/connection', a, streamed), 'the same group, next call').to.equal(first);
-          const other = await connectionOf('/connection', b, streamed);
-          expect(other, "another group's call").to.not.equal(first);
-          expect(await connectionOf('/connection', a, streamed), 'the first group again').to.equal(first);
-          expect(await connectionOf('/connection', b, streamed), 'the other group again').to.equal(other);
+          const group = `callers-${name}-${streamed}`;
+          const first = await connectionOf('/connection', group, streamed, 1);
+          expect(await connectionOf('/connection', group, streamed, 1), 'the same caller and group, next call').to.equal(first);
+          const other = await connectionOf('/connection', group, streamed, 2);
+          expect(other, "another caller's call").to.not.equal(first);
+          const credentials = await connectionOf('/connection', `${group}-other-credentials`, streamed, 1);
+          expect([first, other], 'a call of the first caller with other credentials').to.not.include(credentials);
+          expect(await connectionOf('/connection', group, streamed, 1), 'the first caller again').to.equal(first);
+          expect(await connectionOf('/connection', group, streamed, 2), 'the other caller again').to.equal(other);
         }
       });
 
