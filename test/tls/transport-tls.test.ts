@@ -66,6 +66,7 @@ const requestTo = (url: string, tls: UpstreamTls | undefined, streamed: boolean)
     timeoutMs: 5000,
     streamed,
     connectionGroup: tls?.id ?? 'none',
+    caller: 1,
     tls,
     signal: controller.signal,
     whenClientGone: () => () => undefined,

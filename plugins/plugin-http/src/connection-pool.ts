@@ -8,9 +8,9 @@ import type { UpstreamTls } from './upstream-tls.js';
  * fully and correctly framed come back here (passthrough-reader.ts decides); an idle one is dropped when the
  * upstream sends anything or closes (any byte outside an exchange retires a connection, as nginx and undici
  * do), after IDLE_MS, or when its group already keeps MAX_IDLE_PER_ORIGIN. Connections are kept per origin
- * and connection group (upstream-transport.ts, `connectionGroup`): endpoints that send other credentials
- * never share one, so that an upstream's stray bytes can only ever reach calls made with the same ones; the
- * group includes the endpoint's TLS material (upstream.tls), so neither do endpoints with other certificates.
+ * connection group and caller (upstream-transport.ts, `connectionGroup`): another user's calls, or calls of endpoints
+ * with other credentials or TLS material (upstream.tls), never share one, so that an upstream's answer sent
+ * out of turn can only ever reach a call of the same user made with the same credentials.
  */
 const MAX_IDLE_PER_ORIGIN = 64;
 /** Below the 5 s keep-alive timeout of node's HTTP server, so that mostly we, not the upstream, close first. */
@@ -21,7 +21,7 @@ const IDLE_MS = 4000;
  */
 const HINT_MARGIN_MS = 1000;
 
-const keyOf = (url: URL, group: string) => `${url.host}\n${group}`;
+const keyOf = (url: URL, group: string, caller: number) => `${url.host}\n${caller}\n${group}`;
 
 export class ConnectionPool {
   private readonly idle = new Map<string, UpstreamConnection[]>();
@@ -30,8 +30,9 @@ export class ConnectionPool {
   private readonly bodyBuffers = new ReadBuffers();
 
   /** An idle connection of the group to the URL's origin if there is one, else a new one. */
-  acquire(url: URL, group: string, tls: UpstreamTls | undefined): UpstreamConnection {
-    const list = this.idle.get(keyOf(url, group));
+  acquire(url: URL, group: string, caller: number, tls: UpstreamTls | undefined): UpstreamConnection {
+    const key = keyOf(url, group, caller);
+    const list = this.idle.get(key);
     for (let connection = list?.pop(); connection; connection = list?.pop()) {
       // One the upstream has half-closed, whose end this process has not handled yet, is never written to.
       if (connection.socket.destroyed || !connection.socket.writable || connection.socket.readableEnded) {
@@ -39,8 +40,10 @@ export class ConnectionPool {
         continue;
       }
       connection.socket.ref();
+      this.forgetIfEmpty(key, list!);
       return connection;
     }
+    if (list) this.forgetIfEmpty(key, list);
     return this.connect(url, tls);
   }
 
@@ -50,8 +53,8 @@ export class ConnectionPool {
   }
 
   /** Keeps a connection whose exchange ended cleanly (its buffers free), or closes it if there is no room. */
-  release(url: URL, group: string, connection: UpstreamConnection, upstreamIdleMs?: number): void {
-    const key = keyOf(url, group);
+  release(url: URL, group: string, caller: number, connection: UpstreamConnection, upstreamIdleMs?: number): void {
+    const key = keyOf(url, group, caller);
     const list = this.idle.get(key) ?? [];
     const idleMs = upstreamIdleMs === undefined ? IDLE_MS : Math.min(IDLE_MS, upstreamIdleMs - HINT_MARGIN_MS);
     if (this.closed || connection.socket.destroyed || list.length >= MAX_IDLE_PER_ORIGIN || idleMs <= 0) {
@@ -62,6 +65,7 @@ export class ConnectionPool {
       connection.socket.destroy();
       const at = list.indexOf(connection);
       if (at >= 0) list.splice(at, 1);
+      this.forgetIfEmpty(key, list);
     };
     const idleUser: ConnectionUser = {
       // An idle upstream has nothing to say; whatever it sends makes the connection unusable.
@@ -77,6 +81,11 @@ export class ConnectionPool {
     this.idle.set(key, list);
     // Reading on while idle is how a close by the upstream is seen.
     connection.read();
+  }
+
+  /** Groups are per user: an empty one is forgotten, so the map holds only groups with idle connections. */
+  private forgetIfEmpty(key: string, list: UpstreamConnection[]): void {
+    if (list.length === 0 && this.idle.get(key) === list) this.idle.delete(key);
   }
 
   close(): void {

@@ -1,11 +1,12 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { Readable } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import got from 'got';
 import { libraryFailure } from './library-errors.js';
 import { UpstreamFailure, withUpstreamStatus } from './upstream-failure.js';
 import { tlsConnectOptions } from './upstream-tls.js';
 import {
+  answersAnother,
   exactLength,
   firstBytes,
   perGroup,
@@ -27,15 +28,51 @@ function timeSilence(response: http.IncomingMessage, stream: Readable, ms: numbe
   response.once('close', () => clearTimeout(timer));
 }
 
+/** Any byte on an idle kept socket: its upstream sent more than its answer, and the socket is never used again. */
+function retireOnStrayBytes(this: Duplex): void {
+  this.destroy();
+}
+
+/**
+ * node:http's agent, except that a kept socket on which the upstream sends anything while it is idle is
+ * closed (as undici and the reader do): node:http would read those bytes as the start of the next answer.
+ */
+function strict<T extends http.Agent>(agent: T): T {
+  const keep = agent.keepSocketAlive.bind(agent);
+  const reuse = agent.reuseSocket.bind(agent);
+  agent.keepSocketAlive = (socket) => {
+    // node's own types say void; it returns whether the socket is kept.
+    if (!(keep(socket) as unknown as boolean)) return false as unknown as void;
+    socket.on('data', retireOnStrayBytes);
+    return true as unknown as void;
+  };
+  agent.reuseSocket = (socket, request) => {
+    socket.off('data', retireOnStrayBytes);
+    reuse(socket, request);
+  };
+  return agent;
+}
+
 /**
  * got, tuned for a proxy: keep-alive agents, no retries, no decompression (bytes pass through as sent),
  * no redirects followed, no caching, and HTTP errors returned rather than thrown.
  */
 export function gotTransport(): UpstreamTransport {
-  const agents = perGroup((tls) => ({
-    http: new http.Agent({ keepAlive: true, maxSockets: 256 }),
-    https: new https.Agent({ keepAlive: true, maxSockets: 256, ...tlsConnectOptions(tls) }),
-  }));
+  const agents = perGroup(
+    (tls) => ({
+      http: strict(new http.Agent({ keepAlive: true, maxSockets: 256 })),
+      https: strict(new https.Agent({ keepAlive: true, maxSockets: 256, ...tlsConnectOptions(tls) })),
+    }),
+    // Only once no call runs on it (destroy closes busy sockets too): its idle sockets close with it.
+    (agent) => {
+      const busy = [agent.http, agent.https].some((one) => Object.keys(one.sockets).length > 0 || Object.keys(one.requests).length > 0);
+      if (!busy) {
+        agent.http.destroy();
+        agent.https.destroy();
+      }
+      return !busy;
+    },
+  );
   const client = got.extend({
     retry: { limit: 0 },
     decompress: false,
@@ -71,8 +108,10 @@ export function gotTransport(): UpstreamTransport {
       stream.once('response', (response: http.IncomingMessage) => {
         stream.off('error', fail);
         const status = response.statusCode ?? 0;
-        const refused = refusedFraming(response.headers);
+        const refused = refusedFraming(response.headers) ?? answersAnother(request.headers['x-request-id'], response.headers['x-request-id']);
         if (refused) {
+          // Its socket with it: the rest of what it sends is never read as a later answer.
+          response.socket.destroy();
           stream.destroy();
           return reject(refused);
         }
@@ -93,6 +132,7 @@ export function gotTransport(): UpstreamTransport {
         agent.http.destroy();
         agent.https.destroy();
       }
+      agents.close();
     },
   };
 }

@@ -28,7 +28,7 @@ export const ERROR_CODES = {
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-http',
-  apiVersion: '^1.4',
+  apiVersion: '^1.5',
   async register(api) {
     api.declareErrors(ERROR_CODES);
     const options = await api.readOptions(optionsSchema);

@@ -5,7 +5,7 @@ import { bareLineFeed, parseHead, type Framing } from './response-head.js';
 import { libraryFailure } from './library-errors.js';
 import { badResponse, UpstreamFailure } from './upstream-failure.js';
 import type { UpstreamConnection } from './upstream-connection.js';
-import type { UpstreamRequest, UpstreamResponse } from './upstream-transport.js';
+import { answersAnother, type UpstreamRequest, type UpstreamResponse } from './upstream-transport.js';
 
 /**
  * Passthrough downloads from http:// and https:// upstreams with flat memory and few copies. The connection
@@ -23,7 +23,7 @@ const MAX_HEAD_BYTES = 64 * 1024;
  */
 export function passthroughRequest(request: UpstreamRequest, pool: ConnectionPool): Promise<UpstreamResponse> {
   const url = new URL(request.url);
-  return exchange(request, url, pool, pool.acquire(url, request.connectionGroup, request.tls));
+  return exchange(request, url, pool, pool.acquire(url, request.connectionGroup, request.caller, request.tls));
 }
 
 function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, connection: UpstreamConnection): Promise<UpstreamResponse> {
@@ -130,6 +130,9 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
           bytes = rest;
           continue;
         }
+        // Thrown: the exchange fails and its connection is destroyed.
+        const another = answersAnother(request.headers['x-request-id'], parsed.headers['x-request-id']);
+        if (another) throw another;
         head = undefined;
         framing = parsed.framing;
         keepAlive = parsed.keepAlive;
@@ -234,7 +237,8 @@ function exchange(request: UpstreamRequest, url: URL, pool: ConnectionPool, conn
       if (finished) return;
       finished = true;
       stopWatching();
-      if (complete && clean && keepAlive && framing.kind !== 'close' && writing === 0) pool.release(url, request.connectionGroup, connection, keepAliveMs);
+      if (complete && clean && keepAlive && framing.kind !== 'close' && writing === 0)
+        pool.release(url, request.connectionGroup, request.caller, connection, keepAliveMs);
       else socket.destroy();
       finishBody();
     }

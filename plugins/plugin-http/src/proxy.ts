@@ -34,7 +34,7 @@ export interface Upstreams {
 /** What every call of an endpoint sends the same way, made once per endpoint version (its config object). */
 interface Fixed {
   headers: Record<string, string>;
-  /** The configured headers and TLS material (the endpoint's credentials), as the key of the connections its calls may share. */
+  /** The configured headers and TLS material (the endpoint's credentials): with the caller, the key of the connections calls may share. */
   connectionGroup: string;
   /** The upstream as the attributes of the call's span. */
   target: SpanTarget;
@@ -68,6 +68,7 @@ class ProxiedRequest implements UpstreamRequest {
   readonly timeoutMs: number;
   readonly streamed: boolean;
   readonly connectionGroup: string;
+  readonly caller: number;
   readonly tls: UpstreamTls | undefined;
   readonly idempotent: boolean;
 
@@ -82,6 +83,8 @@ class ProxiedRequest implements UpstreamRequest {
     this.headers = { ...fixed.headers, 'x-request-id': call.requestId, traceparent: span.traceparent };
     if (span.tracestate !== undefined) this.headers.tracestate = span.tracestate;
     this.connectionGroup = fixed.connectionGroup;
+    // Connections are never shared between users: an answer an upstream sends out of turn can only reach the user it was meant for.
+    this.caller = call.callerId;
     this.tls = fixed.tls;
     this.idempotent = upstream.idempotent;
     this.body = JSON.stringify(call.context);

@@ -1,8 +1,10 @@
-import { Agent } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { Agent, type Dispatcher } from 'undici';
 import { libraryFailure } from './library-errors.js';
 import { withUpstreamStatus } from './upstream-failure.js';
 import { tlsConnectOptions } from './upstream-tls.js';
-import { bodyTooLarge, exactLength, firstBytes, perGroup, refusedFraming, type UpstreamTransport } from './upstream-transport.js';
+import { answersAnother, bodyTooLarge, exactLength, firstBytes, perGroup, refusedFraming, type UpstreamTransport } from './upstream-transport.js';
 
 /** Origin and path of an upstream URL, parsed once per URL (URLs come from the configuration: few). */
 function originAndPath(cache: Map<string, { origin: string; path: string }>, url: string): { origin: string; path: string } {
@@ -16,6 +18,60 @@ function originAndPath(cache: Map<string, { origin: string; path: string }>, url
   return parsed;
 }
 
+/** The value of a header in undici's raw form (name, value, name, value... as Buffers); a list when repeated. */
+function rawHeader(raw: Buffer[], lowerName: string): string | string[] | undefined {
+  let found: string | string[] | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    // Compared as text (an allocation) only when the length and the first letter match.
+    if (name.length !== lowerName.length || (name[0]! | 0x20) !== lowerName.charCodeAt(0) || name.toString('latin1').toLowerCase() !== lowerName) continue;
+    const value = raw[i + 1]!.toString('latin1');
+    found = found === undefined ? value : [found, value].flat();
+  }
+  return found;
+}
+
+/**
+ * Binds a streamed answer to its request (answersAnother) before undici's request() sees its head: an answer
+ * with another request's X-Request-Id aborts the exchange, which destroys its connection. Refused later, once
+ * request() has handed the head on, its body may be complete and its connection back in the pool.
+ */
+class RequestIdBinding implements Dispatcher.DispatchHandler {
+  constructor(
+    private readonly handler: Dispatcher.DispatchHandler,
+    private readonly sent: string | undefined,
+  ) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    this.handler.onRequestStart?.(controller, context);
+  }
+
+  onRequestUpgrade(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, socket: Duplex): void {
+    this.handler.onRequestUpgrade?.(controller, statusCode, headers, socket);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+    const another = statusCode >= 200 ? answersAnother(this.sent, headers['x-request-id']) : undefined;
+    if (another) return controller.abort(another);
+    this.handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.handler.onResponseData?.(controller, chunk);
+  }
+
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    this.handler.onResponseEnd?.(controller, trailers);
+  }
+
+  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
+    this.handler.onResponseError?.(controller, error);
+  }
+}
+
+const bindingRequestIds: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) =>
+  dispatch(options, new RequestIdBinding(handler, (options.headers as Record<string, string> | undefined)?.['x-request-id']));
+
 /**
  * undici, the same contract: keep-alive connections per origin, no retries, no redirects, bytes as sent.
  * The timeout bounds the wait for the headers and each silence of the body (undici's own timers: a
@@ -25,14 +81,22 @@ function originAndPath(cache: Map<string, { origin: string; path: string }>, url
  * AbortSignal (docs/performance.md).
  */
 export function undiciTransport(): UpstreamTransport {
-  const agents = perGroup((tls) => new Agent({ keepAliveTimeout: 10_000, connections: 256, pipelining: 1, connect: tlsConnectOptions(tls) }));
+  const agents = perGroup(
+    (tls) => {
+      const agent = new Agent({ keepAliveTimeout: 10_000, connections: 256, pipelining: 1, connect: tlsConnectOptions(tls) });
+      // Streamed answers through the binding; whole ones check the id in their own handler (fetchWhole: no wrapper per call).
+      return { agent, streaming: agent.compose(bindingRequestIds) };
+    },
+    // Closed gracefully: calls still running finish first.
+    ({ agent }) => (void agent.close(), true),
+  );
   const urls = new Map<string, { origin: string; path: string }>();
   return {
     async post(request) {
       const { origin, path } = originAndPath(urls, request.url);
       let response;
       try {
-        response = await agents.of(request).request({
+        response = await agents.of(request).streaming.request({
           origin,
           path,
           method: 'POST',
@@ -86,16 +150,23 @@ export function undiciTransport(): UpstreamTransport {
           if (abort) abort(gone);
           else goneBeforeConnect = gone;
         });
-        agents.of(request).dispatch(
+        agents.of(request).agent.dispatch(
           { origin, path, method: 'POST', headers: request.headers, body: request.body, headersTimeout: request.timeoutMs, bodyTimeout: request.timeoutMs },
           {
             onConnect(abortExchange: (reason: Error) => void) {
               abort = abortExchange;
               if (goneBeforeConnect) abortExchange(goneBeforeConnect);
             },
-            onHeaders(statusCode: number) {
+            onHeaders(statusCode: number, rawHeaders: Buffer[]) {
               // Interim answers (100 Continue, 103 Early Hints) come here too; the final one follows.
               if (statusCode < 200) return true;
+              const another = answersAnother(request.headers['x-request-id'], rawHeader(rawHeaders, 'x-request-id'));
+              if (another) {
+                // Aborting a running exchange destroys its connection.
+                fail(another);
+                abort?.(another);
+                return false;
+              }
               status = statusCode;
               // A non-2xx answer is refused whatever it says: settled now, its body read and dropped.
               if (status < 200 || status > 299) {
@@ -127,7 +198,8 @@ export function undiciTransport(): UpstreamTransport {
       });
     },
     close: () => {
-      for (const agent of agents.all()) void agent.destroy();
+      for (const { agent } of agents.all()) void agent.destroy();
+      agents.close();
     },
   };
 }

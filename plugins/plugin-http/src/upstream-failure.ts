@@ -3,7 +3,7 @@
  * into (got's, undici's and the reader's), and `details.reason` of the 502 (besides `status`, `invalid_json`
  * and `too_deep`, which proxy.ts finds in answers).
  */
-export type FailureReason = 'timeout' | 'connection' | 'invalid_response' | 'too_large' | 'aborted';
+export type FailureReason = 'timeout' | 'connection' | 'invalid_response' | 'request_id_mismatch' | 'too_large' | 'aborted';
 
 export class UpstreamFailure extends Error {
   /** The status of an answer whose head had arrived (`details.upstream_status`). */

@@ -13,10 +13,14 @@ export interface UpstreamRequest {
   /** Streamed answers: the timeout bounds the wait for headers and each silence, not the whole download. */
   streamed: boolean;
   /**
-   * Calls share kept connections only within one group: the endpoint's credentials (its configured headers).
-   * An upstream that sends bytes after an answer can then only ever reach a call made with the same ones.
+   * Calls share kept connections only within one group and one caller: the endpoint's credentials (its
+   * configured headers and TLS material), and the user the call is made for. An upstream that sends bytes
+   * out of turn (after an answer, or a second answer once the next request has gone out: HTTP/1.1 cannot
+   * tell that from an answer) can then only ever reach a call of the same user, with the same credentials.
    */
   connectionGroup: string;
+  /** The user the call is made for (EndpointCall.callerId). */
+  caller: number;
   /** The endpoint's upstream.tls (CA, client certificate, SNI name), for https:// URLs; its id is part of connectionGroup. */
   tls?: UpstreamTls | undefined;
   /** Aborted when the client goes away; made on first read, so read it only where nothing cheaper works. */
@@ -144,20 +148,56 @@ export async function readWhole(response: UpstreamResponse, maxBytes: number, cl
 }
 
 /**
- * A transport's keep-alive agents: one per connection group (UpstreamRequest), made on first use with the
- * group's TLS material (the group includes its id, so one agent never serves two sets of credentials).
+ * Refuses an answer that names another request (`sent`: the request's X-Request-Id). An upstream that echoes X-Request-Id binds each answer to
+ * its request: an answer with another id is one it sent out of turn (a second answer to an earlier request,
+ * read as the answer to this one), refused before any of it is used. The failure to throw (the caller also
+ * destroys the connection, whose next bytes would be this request's late answer); undefined when the answer
+ * carries no id or this request's.
  */
-export function perGroup<T>(make: (tls: UpstreamTls | undefined) => T): { of(request: UpstreamRequest): T; all(): Iterable<T> } {
-  const agents = new Map<string, T>();
+export function answersAnother(sent: string | undefined, echoed: string | string[] | undefined): UpstreamFailure | undefined {
+  if (echoed === undefined || sent === undefined || echoed === sent) return undefined;
+  // No upstream_status: it is not this request's answer.
+  return new UpstreamFailure('request_id_mismatch', 'the upstream answered with the X-Request-Id of another request');
+}
+
+/** A group unused for this long has its agent closed: longer than any agent keeps an idle connection. */
+const GROUP_IDLE_MS = 30_000;
+
+/**
+ * A transport's keep-alive agents: one per connection group and caller (UpstreamRequest), made on first use with the group's TLS material. There is a group per user, so a group left
+ * unused for GROUP_IDLE_MS is handed to `retire`, which closes its agent and says true, or says false while
+ * it still has calls running (it is offered again at the next sweep).
+ */
+export function perGroup<T>(
+  make: (tls: UpstreamTls | undefined) => T,
+  retire: (agent: T) => boolean,
+): { of(request: UpstreamRequest): T; all(): Iterable<T>; close(): void } {
+  // By credentials, then by caller: the first key is one string per endpoint (its hash kept), the second a number.
+  const groups = new Map<string, Map<number, { agent: T; used: boolean }>>();
+  const sweep = setInterval(() => {
+    for (const [key, callers] of groups) {
+      for (const [caller, group] of callers) {
+        if (group.used) group.used = false;
+        else if (retire(group.agent)) callers.delete(caller);
+      }
+      if (callers.size === 0) groups.delete(key);
+    }
+  }, GROUP_IDLE_MS).unref();
   return {
     of(request) {
-      let agent = agents.get(request.connectionGroup);
-      if (!agent) {
-        agent = make(request.tls);
-        agents.set(request.connectionGroup, agent);
-      }
-      return agent;
+      let callers = groups.get(request.connectionGroup);
+      if (!callers) groups.set(request.connectionGroup, (callers = new Map()));
+      let group = callers.get(request.caller);
+      if (!group) callers.set(request.caller, (group = { agent: make(request.tls), used: true }));
+      else group.used = true;
+      return group.agent;
     },
-    all: () => agents.values(),
+    *all() {
+      for (const callers of groups.values()) for (const group of callers.values()) yield group.agent;
+    },
+    close() {
+      clearInterval(sweep);
+      groups.clear();
+    },
   };
 }

@@ -100,6 +100,7 @@ async function readerOutcome(pool: ConnectionPool, port: number): Promise<Outcom
     timeoutMs: 5000,
     streamed: true,
     connectionGroup: '',
+    caller: 1,
     get signal() {
       return new AbortController().signal;
     },

@@ -2,6 +2,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { gotTransport, readerTransport, undiciTransport, UpstreamFailure, type UpstreamRequest, type UpstreamTransport } from '@tkgate/plugin-http/upstream';
+import { eventually } from '../../support/eventually.js';
 import { bodyOf } from '../../support/upstream-bodies.js';
 import { onRequests } from '../raw-requests.js';
 
@@ -29,19 +30,42 @@ const answers: Record<string, string> = {
   '/gzip-chunked': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
   '/cut-post': 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}',
 };
+/** An answer naming the connection it came on (its number in order of acceptance), with extra header lines. */
+const onConnection = (connection: number, headers: string[] = [], extra = '') => {
+  const body = JSON.stringify({ connection, ...(extra ? { extra } : {}) });
+  return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n${headers.map((line) => `${line}\r\n`).join('')}Content-Length: ${body.length}\r\n\r\n${body}`;
+};
 /** Larger than the loopback sockets' buffers hold: a reader that stops reading makes the transport stop too. */
 const BIG = 24 * 1024 * 1024;
 
 describe('upstream transports: one conformance suite', () => {
   const seen = new Map<string, number>();
   const sockets = new Set<net.Socket>();
+  /** Connections accepted so far, and the numbers of those closed. */
+  let accepted = 0;
+  const closed = new Set<number>();
   const server = net.createServer((socket) => {
+    const connection = ++accepted;
     sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      sockets.delete(socket);
+      closed.add(connection);
+    });
     socket.on('error', () => undefined);
     const carried = new Set<string>();
-    onRequests(socket, (path) => {
+    onRequests(socket, (path, head) => {
       seen.set(path, (seen.get(path) ?? 0) + 1);
+      // Answers that name their connection, for the keep-alive cases; /echo-id and /other-id echo an X-Request-Id.
+      const requestId = /\r\nx-request-id: *([^\r]*)/i.exec(head)?.[1] ?? '';
+      if (path === '/connection') return void socket.write(onConnection(connection));
+      if (path === '/echo-id') return void socket.write(onConnection(connection, [`X-Request-Id: ${requestId}`]));
+      if (path === '/other-id') return void socket.write(onConnection(connection, ['X-Request-Id: another-request']));
+      // A second answer right behind the first, or once the first has been read (while the connection is idle).
+      if (path === '/stray-same') return void socket.write(onConnection(connection) + onConnection(connection, [], 'stray'));
+      if (path === '/stray-later') {
+        socket.write(onConnection(connection));
+        return void setTimeout(() => socket.write(onConnection(connection, [], 'stray')), 50);
+      }
       // /slow never answers; /cut-post closes a kept connection once the request is read (it reached the upstream).
       if (path === '/slow' || (path === '/cut-post' && carried.has(path))) {
         if (path === '/cut-post') socket.destroy();
@@ -71,15 +95,19 @@ describe('upstream transports: one conformance suite', () => {
   });
 
   /** A call as proxy.ts makes one; `controller.abort()` plays the client going away. */
-  const requestTo = (url: string, options: { timeoutMs?: number; streamed?: boolean; controller?: AbortController; group?: string } = {}): UpstreamRequest => {
+  const requestTo = (
+    url: string,
+    options: { timeoutMs?: number; streamed?: boolean; controller?: AbortController; group?: string; caller?: number; requestId?: string } = {},
+  ): UpstreamRequest => {
     const controller = options.controller ?? new AbortController();
     return {
       url,
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...(options.requestId ? { 'x-request-id': options.requestId } : {}) },
       body: '{"q":1}',
       timeoutMs: options.timeoutMs ?? 5000,
       streamed: options.streamed ?? false,
       connectionGroup: options.group ?? '',
+      caller: options.caller ?? 1,
       signal: controller.signal,
       whenClientGone(listener) {
         controller.signal.addEventListener('abort', listener, { once: true });
@@ -167,6 +195,53 @@ describe('upstream transports: one conformance suite', () => {
         const before = seen.get('/cut-post') ?? 0;
         expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/cut-post`, { group }), 1000))).to.equal('connection');
         expect((seen.get('/cut-post') ?? 0) - before, 'requests the upstream received').to.equal(1);
+      });
+
+      /** The connection an answer came on, in both modes. */
+      const connectionOf = async (path: string, group: string, streamed = false, caller = 1): Promise<number> => {
+        const request = requestTo(`${base}${path}`, { group, streamed, caller });
+        const text = streamed ? await bodyOf(await transport.post(request)) : (await transport.fetchWhole(request, 1000)).body.toString();
+        // undici frees a connection for the next call only after the turn that completed the answer.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return (JSON.parse(text) as { connection: number }).connection;
+      };
+
+      it('shares kept connections only within one group and one caller (issue 32)', async () => {
+        for (const streamed of [false, true]) {
+          const group = `callers-${name}-${streamed}`;
+          const first = await connectionOf('/connection', group, streamed, 1);
+          expect(await connectionOf('/connection', group, streamed, 1), 'the same caller and group, next call').to.equal(first);
+          const other = await connectionOf('/connection', group, streamed, 2);
+          expect(other, "another caller's call").to.not.equal(first);
+          const credentials = await connectionOf('/connection', `${group}-other-credentials`, streamed, 1);
+          expect([first, other], 'a call of the first caller with other credentials').to.not.include(credentials);
+          expect(await connectionOf('/connection', group, streamed, 1), 'the first caller again').to.equal(first);
+          expect(await connectionOf('/connection', group, streamed, 2), 'the other caller again').to.equal(other);
+        }
+      });
+
+      it('refuses an answer that echoes the X-Request-Id of another request (request_id_mismatch), and closes its connection', async () => {
+        for (const streamed of [false, true]) {
+          const group = `ids-${name}-${streamed}`;
+          const own = requestTo(`${base}/echo-id`, { group, streamed, requestId: 'r-1' });
+          const answer = streamed ? await bodyOf(await transport.post(own)) : (await transport.fetchWhole(own, 1000)).body.toString();
+          const kept = (JSON.parse(answer) as { connection: number }).connection;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          const another = requestTo(`${base}/other-id`, { group, streamed, requestId: 'r-2' });
+          expect(await reasonOf(streamed ? transport.post(another) : transport.fetchWhole(another, 1000))).to.equal('request_id_mismatch');
+          await eventually(`the connection of the refused answer closed (${streamed ? 'streamed' : 'whole'})`, () => closed.has(kept) || undefined);
+        }
+      });
+
+      it('never reuses a connection on which the upstream sent bytes past an answer, in the same read or while it was idle', async () => {
+        for (const streamed of [false, true]) {
+          const group = `stray-${name}-${streamed}`;
+          const same = await connectionOf('/stray-same', group, streamed).catch(() => undefined);
+          expect(await connectionOf('/connection', group, streamed), 'after stray bytes in the same read').to.not.equal(same);
+          const later = await connectionOf('/stray-later', group, streamed);
+          await eventually(`the connection that sent stray bytes while idle closed (${streamed ? 'streamed' : 'whole'})`, () => closed.has(later) || undefined);
+          expect(await connectionOf('/connection', group, streamed), 'after stray bytes while idle').to.not.equal(later);
+        }
       });
     });
   }

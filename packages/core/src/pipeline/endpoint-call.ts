@@ -46,6 +46,7 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
   readonly config: unknown;
   readonly context: RequestContext;
   readonly requestId: string;
+  readonly callerId: number;
   readonly method: string;
   readonly db: Database;
   readonly endpoint: EndpointIdentity;
@@ -62,6 +63,8 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
     this.config = endpoint.typeConfig;
     this.context = ctx.state.requestContext;
     this.requestId = ctx.state.requestId;
+    // Toolkit requests are authenticated (step 3) before any endpoint runs.
+    this.callerId = ctx.state.caller!.id;
     this.method = ctx.method;
     this.db = services.db;
     this.endpoint = { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint };

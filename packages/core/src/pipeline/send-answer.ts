@@ -27,7 +27,16 @@ function sendReply(ctx: GatewayContext<ExecutingState>, status: number, headers:
   sendData(ctx, data ?? null, status);
 }
 
+/**
+ * A streamed response is watched for its close by a fixed set of listeners: the access log, the plugin's
+ * client-gone watch, this module's log line, and the pipeline that writes it (node's pipe and end-of-stream
+ * put up to seven on the destination). Eleven in all for a library's stream, one more than Node's default
+ * limit, which then warns of a leak (MaxListenersExceededWarning) on every download though none is leaking.
+ */
+const STREAMED_RESPONSE_LISTENERS = 32;
+
 async function sendStream(ctx: GatewayContext<ExecutingState>, result: StreamedResponse, log: Logger): Promise<void> {
+  ctx.res.setMaxListeners(Math.max(ctx.res.getMaxListeners(), STREAMED_RESPONSE_LISTENERS));
   ctx.status = result.status;
   for (const [name, value] of Object.entries(result.headers)) ctx.set(name, value);
   const fields = () => ({ request_id: ctx.state.requestId, path: ctx.path, plugin: ctx.state.endpoint.type.plugin });

@@ -164,6 +164,12 @@ export interface EndpointCall<Config> {
   config: Config;
   context: RequestContext;
   requestId: string;
+  /**
+   * (1.5) The id of the authenticated user the call is made for, whatever overwrite_wrapping left of the
+   * context: for state that must never be shared between users, such as upstream connections (an answer
+   * misread on a shared connection would reach another user).
+   */
+  callerId: number;
   /** The request's method: GET or POST (the endpoint's `method` says which it accepts). */
   method: string;
   /** The caller's address: the socket's, or with server.trust_proxy the last X-Forwarded-For entry. */
