@@ -30,6 +30,7 @@ import { requireToolkitDirectory } from './toolkits/check-directory.js';
 import { describeProblem } from './toolkits/config-issues.js';
 import { ToolkitRegistry, type ReloadOutcome } from './toolkits/toolkit-registry.js';
 import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
+import { ToolkitVersions } from './toolkits/toolkit-versions.js';
 import { createTracing } from './tracing/tracing.js';
 import { UserDirectory } from './users/user-directory.js';
 
@@ -142,15 +143,22 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     cleanups.push(() => plugins.close());
     checkpoint();
     const toolkitLog = options.worker && !options.worker.first ? demoted(log) : log;
+    const onInvalid = config.toolkits.on_invalid_at_start;
+    const versions = new ToolkitVersions(db);
+    await database(versions.learn());
     const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, toolkitLog, {
       maxFileBytes: config.toolkits.max_file_bytes,
       onReload: (outcome) => metrics.reload(outcome.problems.length > 0 ? 'refused' : 'applied'),
+      // One process of a cluster records (the others serve the same files).
+      versions: { store: versions, lastGoodAtStart: onInvalid === 'last_good', record: !options.worker || options.worker.first },
     });
+    cleanups.push(() => toolkits.recorded());
     const { problems } = await database(toolkits.load());
-    if (problems.length > 0) {
+    if (problems.length > 0 && onInvalid === 'refuse') {
       throw new ConfigError(`${problems.length} problem(s) in toolkit files: ${problems.map(describeProblem).join('; ')}`);
     }
     readiness.toolkitsLoaded = true;
+    readiness.refusedToolkitFiles = () => toolkits.refusedFiles;
     if (config.toolkits.watch) {
       const watcher = new ToolkitWatcher(toolkits, { settleMs: config.toolkits.settle_ms, rescanIntervalMs: config.toolkits.rescan_interval_ms }, toolkitLog);
       cleanups.push(() => watcher.close());

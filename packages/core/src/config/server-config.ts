@@ -107,6 +107,10 @@ const declaration = {
     settle: duration('300ms', { doc: 'quiet time before a change of the directory is applied, as one batch' }),
     rescan_interval: duration('5s', { doc: 'stat-only rescan for lost file events (0 = never)' }),
     max_file_bytes: integer(1_048_576, { doc: 'a larger toolkit file is refused' }, positive),
+    on_invalid_at_start: oneOf(['last_good', 'skip', 'refuse'], 'last_good', {
+      doc: "a toolkit file refused at start: last_good serves that toolkit's last good version recorded in the database, skip starts without it, refuse refuses to start",
+      env: 'TKGATE_TOOLKITS_ON_INVALID_AT_START',
+    }),
   },
   rate_limits: {
     store: oneOf(['database', 'redis'], 'database', {

@@ -12,6 +12,8 @@ import type { Logger } from '../log.js';
 export interface ReadinessState {
   toolkitsLoaded: boolean;
   draining: boolean;
+  /** Toolkit files refused as they are now: reported, but not a reason to take the instance out (SPEC section 5). */
+  refusedToolkitFiles?: () => number;
 }
 
 function answer(ctx: GatewayContext, status: number, body: Record<string, unknown>): void {
@@ -29,16 +31,18 @@ export function healthRoutes(db: Database, state: ReadinessState, log: Logger): 
   };
 }
 
+const toolkitsCheck = (refused: number): string => (refused === 0 ? OK : `${refused} refused`);
+
 /** /readyz: the database reads and writes within a second (database-probe.ts), the toolkits loaded, not draining. */
 function readiness(checkDatabase: () => Promise<string>, state: ReadinessState) {
   return async (ctx: GatewayContext) => {
     const checks = {
       database: await checkDatabase(),
-      toolkits: state.toolkitsLoaded ? OK : 'not loaded yet',
+      toolkits: state.toolkitsLoaded ? toolkitsCheck(state.refusedToolkitFiles?.() ?? 0) : 'not loaded yet',
       draining: state.draining ? 'draining: this instance is stopping' : OK,
     };
     const failing = Object.entries(checks)
-      .filter(([, result]) => result !== OK)
+      .filter(([name, result]) => result !== OK && !(name === 'toolkits' && state.toolkitsLoaded))
       .map(([name]) => name);
     if (failing.length === 0) return answer(ctx, 200, { status: 'ready', checks });
     answer(ctx, 503, { status: state.draining ? 'draining' : 'unready', failing, checks });
