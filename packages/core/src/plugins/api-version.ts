@@ -9,7 +9,7 @@ import type { ApiRange } from './plugin-api.js';
  * EndpointType.audited, for the audit trail; CheckEnvironment.toolkitFile, for files named relative to the
  * toolkit file).
  */
-export const PLUGIN_API = Object.freeze({ major: 1, minor: 4 });
+export const PLUGIN_API = Object.freeze({ major: 1, minor: 5 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;
 
 interface Accepted {
