@@ -24,6 +24,8 @@ export interface StartOptions {
   format?: 'json' | 'yaml';
   /** Another script and its arguments instead of `tkgate start --config <the written file>` (which is then not written). */
   command?: string[];
+  /** Run as this user (and its group): the test runs as root. */
+  user?: { uid: number; gid: number };
 }
 
 export function writeConfig(config: Record<string, unknown>, dir = tempDir(), format: 'json' | 'yaml' = 'json'): string {
@@ -38,13 +40,14 @@ export function writeConfig(config: Record<string, unknown>, dir = tempDir(), fo
  */
 export const gatewayDefaults = () => ({ server: { port: 0 }, toolkits: { dir: tempDir('tkgate-toolkits-'), watch: false }, metrics: { port: 0 } });
 
-export function startGateway({ config, env = {}, cwd, extraArgs = [], format, command }: StartOptions): Promise<GatewayProcess> {
+export function startGateway({ config, env = {}, cwd, extraArgs = [], format, command, user }: StartOptions): Promise<GatewayProcess> {
   const dir = cwd ?? tempDir();
   const args = command ?? [tkgateBin, 'start', '--config', writeConfig({ ...gatewayDefaults(), ...config }, dir, format), ...extraArgs];
   const child = spawn(process.execPath, args, {
     cwd: dir,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...user,
   });
   const logs: Array<Record<string, unknown>> = [];
   let raw = '';

@@ -14,6 +14,7 @@ import { openPreparedReads } from './db/prepared-reads.js';
 import { createListener } from './http/listener.js';
 import type { Logger } from './log.js';
 import { answerPrimaryScrapes } from './ops/cluster-metrics.js';
+import { reportRefusedWrites } from './ops/database-probe.js';
 import type { ReadinessState } from './ops/health.js';
 import { createMetrics } from './ops/metrics.js';
 import { registrySource, serveMetrics } from './ops/metrics-server.js';
@@ -135,6 +136,8 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
       });
       applied.push(...(await database(migratePlugins(db, imported))));
       if (applied.length > 0) log.info('database migrated', { applied });
+      const sqliteFile = config.db.client === 'sqlite' ? config.db.filename : undefined;
+      await database(reportRefusedWrites(db, log, { database: describeDatabase(config.db), ...(sqliteFile && { sqliteFile }) }));
     }
 
     const reads = openPreparedReads(db, config.db);
