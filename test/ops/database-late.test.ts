@@ -6,16 +6,7 @@ import { eventually } from '../support/eventually.js';
 import { gatewayDefaults, writeConfig } from '../support/gateway-process.js';
 import { call } from '../support/http.js';
 import { tempDir, tkgateBin } from '../support/paths.js';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
+import { freePort } from '../support/private-mariadb.js';
 
 /** The database "comes up" on `port`: a TCP relay to the real server, opened when the test says so. */
 function relayTo(target: URL, port: number): Promise<net.Server> {
