@@ -1,4 +1,8 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
+import { eventually } from '../support/eventually.js';
 import { runCli } from '../support/cli.js';
 import { dialects } from '../support/databases.js';
 import { passwordOf } from '../support/fixtures.js';
@@ -105,6 +109,27 @@ for (const dialect of dialects) {
       const result = await runCli(['start', '--config', config]);
       expect(result.code).to.equal(1);
       expect(result.stderr).to.match(/^tkgate start: 1 problem\(s\) in toolkit files: notes\.yaml:4:\d+: endpoints\.0\.type/);
+    });
+
+    it('keeps a few versions per toolkit: each hot reload records the new one, the oldest are pruned', async () => {
+      const own = toolkitDir({ 'kept.yaml': { name: 'kept', type: 'app', endpoints: [echoEndpoint()] } });
+      const gateway = await startGateway({ config: { db: s.bed.dbConfig, plugins: pluginsWithTestFunctions, toolkits: { dir: own, watch: true } } });
+      const hashes = async () =>
+        ((await s.bed.db('toolkit_versions').where({ name: 'kept' }).select('content_hash')) as Array<{ content_hash: string }>).map((row) => row.content_hash);
+      try {
+        await eventually('the first version recorded', async () => ((await hashes()).length === 1 ? true : undefined));
+        for (let version = 1; version <= 4; version++) {
+          writeToolkit(own, 'kept.yaml', { name: 'kept', type: 'app', description: `version ${version}`, endpoints: [echoEndpoint()] });
+          const hash = createHash('sha256')
+            .update(readFileSync(path.join(own, 'kept.yaml')))
+            .digest('hex');
+          await eventually(`version ${version} recorded`, async () => ((await hashes()).includes(hash) ? true : undefined));
+        }
+        // The newest is written before the oldest go: wait for the prune that follows it.
+        await eventually('the oldest versions pruned', async () => ((await hashes()).length === 3 ? true : undefined));
+      } finally {
+        expect(await gateway.stop()).to.equal(0);
+      }
     });
 
     it('the environment sets it too (TKGATE_TOOLKITS_ON_INVALID_AT_START)', async () => {
