@@ -1,6 +1,6 @@
 // The Debian package: the release tree under /usr/lib/tkgate, /usr/bin/tkgate linking to its launcher,
 // the systemd unit, /etc/tkgate with the example config (a conffile: dpkg keeps an edited one on
-// upgrade) and its toolkit directory, and the maintainer scripts in files/ that make the `tkgate` user
+// upgrade) and its toolkit directory, the docs and example toolkits under /usr/share/doc/tkgate, and the maintainer scripts in files/ that make the `tkgate` user
 // and /var/lib/tkgate. Built with dpkg-deb alone: no debhelper, no root (--root-owner-group).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -26,6 +26,14 @@ export function buildDeb({ root, stage, work, outDir, version }) {
   copyFileSync(file('config.yaml'), at('etc/tkgate/config.yaml'));
   mkdirSync(at('usr/share/doc/tkgate'), { recursive: true });
   copyFileSync(path.join(root, 'LICENSE'), at('usr/share/doc/tkgate/copyright'));
+  // The documentation and example toolkits, where `dpkg -L tkgate` and Debian's conventions point.
+  for (const name of ['README.md', 'CHANGELOG.md']) copyFileSync(path.join(root, name), at(`usr/share/doc/tkgate/${name}`));
+  cpSync(path.join(root, 'docs'), at('usr/share/doc/tkgate/docs'), { recursive: true });
+  mkdirSync(at('usr/share/doc/tkgate/examples/toolkits'), { recursive: true });
+  copyFileSync(file('examples/README.md'), at('usr/share/doc/tkgate/examples/README.md'));
+  copyFileSync(file('examples/hello.yaml'), at('usr/share/doc/tkgate/examples/toolkits/hello.yaml'));
+  copyFileSync(path.join(root, 'config/toolkits/notes.yaml'), at('usr/share/doc/tkgate/examples/toolkits/notes.yaml'));
+  copyFileSync(path.join(root, 'config/toolkit.schema.json'), at('usr/share/doc/tkgate/examples/toolkit.schema.json'));
 
   mkdirSync(at('DEBIAN'));
   const control = [

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
 import { alive, scriptWriter } from '../support/executables.js';
+import { eventually } from '../support/eventually.js';
 import { sleep } from '../support/fixtures.js';
 import { toolkitClient } from '../support/http.js';
 import { repoRoot, tempDir } from '../support/paths.js';
@@ -60,6 +61,23 @@ const tools = {
 mkdirSync(path.join(work, 'tiny'));
 mkdirSync(path.join(work, 'shared'));
 
+/** Where the context went: the argument count, stdin and TKGATE_CONTEXT (null when empty). */
+const places = script('places', 's=$(cat); printf \'{"argc":%s,"stdin":%s,"env":%s}\' $# "${s:-null}" "${TKGATE_CONTEXT:-null}"');
+/** `context:` in a file of its own: the other endpoints load on a gateway that does not know the key. */
+const contexts = {
+  name: 'contexts',
+  type: 'app',
+  endpoints: [
+    exec('uptime', ['uptime'], { context: 'none' }),
+    exec('argument', [places]),
+    exec('stdin', [places], { context: 'stdin' }),
+    exec('env', [places], { context: 'env', env: { TKGATE_CONTEXT: 'configured' } }),
+    exec('none', [places], { context: 'none' }),
+    exec('shell-none', 'printf \'{"argc":%s}\' $#', { context: 'none' }),
+    exec('big-stdin', [places], { context: 'stdin' }),
+  ],
+};
+
 /** Every dialect on the default spawner (the native helper when built), and the Node helpers on one dialect. */
 const runs = [...dialects.map((dialect) => ({ dialect, spawner: 'auto' })), { dialect: dialects[0]!, spawner: 'node' }];
 for (const { dialect, spawner } of runs) {
@@ -69,7 +87,7 @@ for (const { dialect, spawner } of runs) {
       [{ username: 'yara', power: 3 }],
       { plugin_options: { '@tkgate/plugin-exec': { max_processes: 8, spawner } } },
       {
-        toolkitsDir: toolkitDir({ 'tools.yaml': tools }),
+        toolkitsDir: toolkitDir({ 'tools.yaml': tools, 'contexts.yaml': contexts }),
         process: true, // the spawn helpers are found by the gateway's pid
       },
     );
@@ -110,6 +128,40 @@ for (const { dialect, spawner } of runs) {
       const missing = await c.get('tools', 'missing');
       expect(missing.status).to.equal(500);
       expect(missing.body.error.details).to.deep.equal({ reason: 'spawn_failed' });
+    });
+
+    it("logs a command's failing exit as one warn line with its exit code, no error and no stack", async () => {
+      const fail = await (await client()).get('tools', 'fail');
+      const requestId = fail.headers.get('x-request-id');
+      const lines = await eventually('the failed request logged', () => {
+        const found = s.gateway.logs.filter((record) => record.request_id === requestId && record.msg === 'request failed');
+        return found.length > 0 ? found : undefined;
+      });
+      expect(lines).to.have.length(1);
+      expect(lines[0]).to.include({ level: 'warn', status: 500, code: 'exec_failed' });
+      expect(lines[0]!.details).to.deep.equal({ reason: 'exit_code', exit_code: 7 });
+      expect(JSON.stringify(lines[0])).not.to.match(/stack|hunter2/);
+    });
+
+    it('context: none runs a command that takes no argument (uptime); stdin, env and argument put the context there only', async () => {
+      const c = await client();
+      const uptime = await c.get('contexts', 'uptime');
+      expect(uptime.status, JSON.stringify(uptime.body)).to.equal(200);
+      expect(uptime.body.data.output).to.match(/load average/);
+      const argument = await c.post('contexts', 'argument', { n: 1 });
+      expect([argument.body.data.argc, argument.body.data.stdin, argument.body.data.env]).to.deep.equal([1, null, null]);
+      const stdin = await c.post('contexts', 'stdin', { n: 2 });
+      expect([stdin.body.data.argc, stdin.body.data.stdin.payload, stdin.body.data.env]).to.deep.equal([0, { n: 2 }, null]);
+      const env = await c.post('contexts', 'env', { n: 3 });
+      expect([env.body.data.argc, env.body.data.stdin, env.body.data.env.payload]).to.deep.equal([0, null, { n: 3 }]);
+      const none = await c.post('contexts', 'none', { n: 4 });
+      expect(none.body.data).to.deep.equal({ argc: 0, stdin: null, env: null });
+      const shell = await c.post('contexts', 'shell-none', { n: 5 });
+      expect(shell.body.data).to.deep.equal({ argc: 0 });
+      // On stdin alone a context has no argument's size limit.
+      const big = 'x'.repeat(200_000);
+      const large = await c.post('contexts', 'big-stdin', { big });
+      expect([large.status, large.body.data.stdin?.payload.big === big]).to.deep.equal([200, true]);
     });
 
     it('kills the whole process group on timeout, leaving no orphan', async () => {

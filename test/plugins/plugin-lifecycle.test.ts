@@ -79,8 +79,9 @@ const sturdy = (paths: string[]): ToolkitDoc => ({
 for (const dialect of dialects) {
   describe(`plugin lifecycle: versions, failed boots, throwing checks (${dialect.name})`, () => {
     const s = withDatabase(dialect, [{ username: 'bo' }]);
+    // A broken toolkit file refuses the start here (toolkits.on_invalid_at_start: refuse), as these tests need.
     const config = (plugins: string[], toolkits: string = toolkitDir({})) =>
-      writeConfig({ db: s.bed.dbConfig, plugins, toolkits: { dir: toolkits, watch: false }, server: { port: 0 } });
+      writeConfig({ db: s.bed.dbConfig, plugins, toolkits: { dir: toolkits, watch: false, on_invalid_at_start: 'refuse' }, server: { port: 0 } });
 
     // How a boot fails does not depend on the database: these run on the first dialect only, to keep the suite lean.
     if (dialect === dialects[0]) {
@@ -95,7 +96,7 @@ for (const dialect of dialects) {
           const result = await runWithin([...command, '--config', config(['@tkgate/plugin-internal', plugin])]);
           expect(result.code, result.stderr).to.equal(1);
           expect(result.stderr.trim().split('\n')).to.have.length(1);
-          expect(result.stderr).to.match(new RegExp(`needs plugin API ${wanted}; this tkgate has plugin API 1\\.4`));
+          expect(result.stderr).to.match(new RegExp(`needs plugin API ${wanted}; this tkgate has plugin API 1\\.5`));
         }
       });
 

@@ -32,7 +32,7 @@ describe('docs/configuration.md', () => {
       expect(entry.accepts, entry.key).to.not.equal('');
     }
     expect(page).to.match(/\| `server\.port` \| `TKGATE_PORT` \| `8080` \| a whole number from 0 to 65535 \|/);
-    expect(page).to.match(/\| `sessions\.cache_ttl` \| {2}\| `1s` \| a duration; at most 5s \|/);
+    expect(page).to.match(/\| `sessions\.cache_ttl` \| `TKGATE_SESSIONS_CACHE_TTL` \| `1s` \| a duration; at most 5s \|/);
   });
 });
 

@@ -91,6 +91,22 @@ describe('npm run release', function () {
       expect([...owners]).to.deep.equal(['root/root']);
     });
 
+    it('ships the docs and example toolkits under /usr/share/doc/tkgate; the example works on a fresh install', async () => {
+      const doc = path.join(root, 'usr/share/doc/tkgate');
+      for (const file of ['README.md', 'CHANGELOG.md', 'copyright', 'docs/operating.md', 'docs/configuration.md', 'docs/toolkits.md', 'docs/errors.md'])
+        expect(existsSync(path.join(doc, file)), file).to.equal(true);
+      for (const file of ['README.md', 'toolkit.schema.json', 'toolkits/hello.yaml', 'toolkits/notes.yaml'])
+        expect(existsSync(path.join(doc, 'examples', file)), file).to.equal(true);
+      const toolkits = tempDir('tkgate-example-toolkits-');
+      copyFileSync(path.join(doc, 'examples/toolkits/hello.yaml'), path.join(toolkits, 'hello.yaml'));
+      const env = { ...bareEnvironment(), TKGATE_DB_FILE: path.join(tempDir(), 'tkgate.sqlite'), TKGATE_TOOLKITS_DIR: toolkits };
+      const tkgate = path.join(root, 'usr/bin/tkgate');
+      expect((await runInstalled(tkgate, ['migrate', '--config', path.join(root, 'etc/tkgate/config.yaml')], env)).code).to.equal(0);
+      const checked = await runInstalled(tkgate, ['config', 'check', '--config', path.join(root, 'etc/tkgate/config.yaml')], env);
+      expect(checked.code, checked.stderr + checked.stdout).to.equal(0);
+      expect(checked.stdout).to.include('toolkits: hello');
+    });
+
     it('its tkgate runs the same way, and its example config passes config check', async () => {
       await exerciseInstall(path.join(root, 'usr/bin/tkgate'), release.version);
       const env = {

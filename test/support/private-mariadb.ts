@@ -21,7 +21,8 @@ export interface PrivateMariadb {
   kill(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
+/** A port nothing listens on right now (the test then listens there, or counts on nobody doing so). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer().listen(0, '127.0.0.1', () => {
       const { port } = server.address() as net.AddressInfo;

@@ -78,13 +78,13 @@ for (const dialect of dialects) {
       expect([ok.code, ok.stdout]).to.deep.equal([0, '']);
     });
 
-    it('a refused start names the problem in the same words', async () => {
+    it('a refused start (toolkits.on_invalid_at_start: refuse) names the problem in the same words', async () => {
       const metod = BROKEN.find(({ file }) => file === 'metod.yaml')!;
       const dir = toolkitDir({ 'metod.yaml': metod.text });
       const start = writeConfig({
         db: s.bed.dbConfig,
         plugins: pluginsWithTestFunctions,
-        toolkits: { dir, watch: false },
+        toolkits: { dir, watch: false, on_invalid_at_start: 'refuse' },
         server: { port: 0 },
         metrics: { port: 0 },
       });

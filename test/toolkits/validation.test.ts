@@ -245,7 +245,7 @@ for (const dialect of dialects) {
       expect(ok.stdout).to.equal('2 file(s), toolkits: bom-json, bom-yaml: OK\n');
     });
 
-    it('tkgate start refuses to start on a broken toolkit file, in one line', async () => {
+    it('tkgate start refuses to start on a broken toolkit file, in one line, with toolkits.on_invalid_at_start: refuse', async () => {
       const dir = toolkitDir({
         'good.yaml': toolkit('good', [echoEndpoint()]),
         'bad.yaml': toolkit('bad', [internal({ inject_db_context: ['sessions.token_hash'] })]),
@@ -253,7 +253,12 @@ for (const dialect of dialects) {
       const result = await runCli([
         'start',
         '--config',
-        writeConfig({ db: s.bed.dbConfig, plugins: pluginsWithTestFunctions, toolkits: { dir, watch: false }, server: { port: 0 } }),
+        writeConfig({
+          db: s.bed.dbConfig,
+          plugins: pluginsWithTestFunctions,
+          toolkits: { dir, watch: false, on_invalid_at_start: 'refuse' },
+          server: { port: 0 },
+        }),
       ]);
       expect(result.code).to.equal(1);
       expect(result.stderr.trim().split('\n')).to.have.length(1);

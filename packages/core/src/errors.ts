@@ -14,6 +14,11 @@ export interface GatewayErrorOptions {
   details?: unknown;
   headers?: Record<string, string>;
   cause?: unknown;
+  /**
+   * (1.5) `warn`: a 5xx that is no fault of the gateway and that status, code and details explain (a command
+   * that exited non-zero): logged as one warn line with the details, without the cause's stack.
+   */
+  logLevel?: 'warn';
 }
 
 /** Shared by every copy of @tkgate/core in a process (Symbol.for is process-wide by design). */
@@ -24,6 +29,7 @@ export class GatewayError extends Error {
   readonly code: string;
   readonly details: unknown;
   readonly headers: Record<string, string>;
+  readonly logLevel: 'warn' | undefined;
 
   constructor(status: number, code: string, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -32,6 +38,7 @@ export class GatewayError extends Error {
     this.code = code;
     this.details = options.details;
     this.headers = options.headers ?? {};
+    this.logLevel = options.logLevel;
   }
 
   static override [Symbol.hasInstance](value: unknown): boolean {
@@ -49,6 +56,7 @@ export interface GatewayErrorShape {
   details?: unknown;
   headers?: Record<string, string>;
   cause?: unknown;
+  logLevel?: 'warn' | undefined;
 }
 
 function isBranded(value: unknown): value is GatewayErrorShape {

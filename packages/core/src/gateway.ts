@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiKeyStore } from './api-keys/api-key-store.js';
 import { ApiKeyTable } from './api-keys/api-key-table.js';
@@ -14,6 +14,9 @@ import { openPreparedReads } from './db/prepared-reads.js';
 import { createListener } from './http/listener.js';
 import type { Logger } from './log.js';
 import { answerPrimaryScrapes } from './ops/cluster-metrics.js';
+import { reportRefusedWrites } from './ops/database-probe.js';
+import { answerWhileWaitingForDatabase } from './ops/health.js';
+import { waitForDatabase } from './db/wait-for-database.js';
 import type { ReadinessState } from './ops/health.js';
 import { createMetrics } from './ops/metrics.js';
 import { registrySource, serveMetrics } from './ops/metrics-server.js';
@@ -30,6 +33,7 @@ import { requireToolkitDirectory } from './toolkits/check-directory.js';
 import { describeProblem } from './toolkits/config-issues.js';
 import { ToolkitRegistry, type ReloadOutcome } from './toolkits/toolkit-registry.js';
 import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
+import { ToolkitVersions } from './toolkits/toolkit-versions.js';
 import { createTracing } from './tracing/tracing.js';
 import { UserDirectory } from './users/user-directory.js';
 
@@ -91,7 +95,7 @@ type Cleanup = () => Promise<void> | void;
  * step's result or rejects as soon as the signal aborts (a connect to a hanging server included), as
  * closing the database fails that step anyway.
  */
-function cancellation(signal: AbortSignal | undefined) {
+export function cancellation(signal: AbortSignal | undefined) {
   const cancelled = new Promise<never>((_, reject) => {
     if (!signal) return;
     const cancel = () => reject(new StartCancelled('start cancelled'));
@@ -127,13 +131,33 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
   cleanups.push(() => settleWithin(db.destroy(), DATABASE_CLOSE_MS, () => log.warn('the database did not close in time')));
   try {
     const imported = await importPlugins(config.plugins);
+    // The listener is made now and bound early only while the database is awaited (then it answers /healthz).
+    let handle: RequestListener = answerWhileWaitingForDatabase;
+    const listener = await createListener((req, res) => handle(req, res), config.server.tls, log);
+    cleanups.push(() => listener.close());
+    const server = listener.server;
+    let listeningEarly = false;
     // A cluster's primary has migrated before forking; workers starting together must not race for the lock.
     if (!options.worker) {
+      await waitForDatabase(db, {
+        log,
+        database: describeDatabase(config.db),
+        cancellable: database,
+        onWaiting: async () => {
+          await listen(server, config.server.host, config.server.port);
+          listeningEarly = true;
+          // Closed here if the start fails or is cancelled before the app serves (then the drain below closes it).
+          cleanups.push(() => (handle === answerWhileWaitingForDatabase ? closeAtOnce(server) : undefined));
+          log.info('waiting for the database; /healthz answers meanwhile', { host: config.server.host, port: (server.address() as AddressInfo).port });
+        },
+      });
       const applied = await database(migrateToLatest(db)).catch((err: Error) => {
         throw err instanceof StartCancelled ? err : new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
       });
       applied.push(...(await database(migratePlugins(db, imported))));
       if (applied.length > 0) log.info('database migrated', { applied });
+      const sqliteFile = config.db.client === 'sqlite' ? config.db.filename : undefined;
+      await database(reportRefusedWrites(db, log, { database: describeDatabase(config.db), ...(sqliteFile && { sqliteFile }) }));
     }
 
     const reads = openPreparedReads(db, config.db);
@@ -142,15 +166,22 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     cleanups.push(() => plugins.close());
     checkpoint();
     const toolkitLog = options.worker && !options.worker.first ? demoted(log) : log;
+    const onInvalid = config.toolkits.on_invalid_at_start;
+    const versions = new ToolkitVersions(db);
+    await database(versions.learn());
     const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, toolkitLog, {
       maxFileBytes: config.toolkits.max_file_bytes,
       onReload: (outcome) => metrics.reload(outcome.problems.length > 0 ? 'refused' : 'applied'),
+      // One process of a cluster records (the others serve the same files).
+      versions: { store: versions, lastGoodAtStart: onInvalid === 'last_good', record: !options.worker || options.worker.first },
     });
+    cleanups.push(() => toolkits.recorded());
     const { problems } = await database(toolkits.load());
-    if (problems.length > 0) {
+    if (problems.length > 0 && onInvalid === 'refuse') {
       throw new ConfigError(`${problems.length} problem(s) in toolkit files: ${problems.map(describeProblem).join('; ')}`);
     }
     readiness.toolkitsLoaded = true;
+    readiness.refusedToolkitFiles = () => toolkits.refusedFiles;
     if (config.toolkits.watch) {
       const watcher = new ToolkitWatcher(toolkits, { settleMs: config.toolkits.settle_ms, rescanIntervalMs: config.toolkits.rescan_interval_ms }, toolkitLog);
       cleanups.push(() => watcher.close());
@@ -201,10 +232,8 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
       rateLimitCounters,
       tracing,
     });
-    const listener = await createListener(app.callback(), config.server.tls, log);
-    cleanups.push(() => listener.close());
-    const server = listener.server;
-    await listen(server, config.server.host, config.server.port);
+    handle = app.callback();
+    if (!listeningEarly) await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));
     checkpoint();
 
@@ -330,6 +359,13 @@ async function countLiveSessions(db: Database): Promise<number> {
 }
 
 /** Stops accepting; waits for in-flight requests (closing keep-alive connections as they go idle). */
+/** Closes a listener that served only /healthz and /readyz while the start waited: nothing to drain. */
+function closeAtOnce(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeAllConnections();
+  return closed;
+}
+
 async function drain(server: Server, log: Logger): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   const idleCloser = setInterval(() => server.closeIdleConnections(), 50);

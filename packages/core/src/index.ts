@@ -22,6 +22,7 @@ export type { FieldProblem, GatewayErrorOptions, GatewayErrorShape } from './err
 export { CORE_ERROR_CODES } from './error-codes.js';
 export type { ErrorCodeDeclaration, CoreErrorCode } from './error-codes.js';
 export { openDatabase } from './db/connect.js';
+export { keepSqliteOwner } from './db/sqlite-owner.js';
 export { whereExactly } from './db/exact-match.js';
 export { insertReturningId } from './db/inserted-id.js';
 export { databaseSystemName } from './tracing/database-span.js';

@@ -1,7 +1,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
 import { GatewayError, jsonDepthExceeds, type AdmissionGate, type ChildSpan, type ConfigIssue, type EndpointCall, type WarnEnvironment } from '@tkgate/core';
-import type { ExecConfig } from './exec-config.js';
+import { CONTEXT_VARIABLE, type ExecConfig } from './exec-config.js';
 import { MAX_ARGUMENT_BYTES, type ProcessOutcome, type ProcessSpec } from './run-process.js';
 
 /** Load-time checks: the working directory exists, and a command given by path is an executable file. */
@@ -35,21 +35,39 @@ export const MAX_ARGUMENT_BODY_BYTES = MAX_ARGUMENT_BYTES - CONTEXT_ALLOWANCE_BY
  * take answers them 413 context_too_large; a warning, since smaller requests work.
  */
 export function warnExecEndpoint(config: ExecConfig, env: WarnEnvironment): ConfigIssue[] {
-  if (config.stdin || env.maxBodyBytes <= MAX_ARGUMENT_BODY_BYTES) return [];
+  if (config.stdin || !limitedBySize(config) || env.maxBodyBytes <= MAX_ARGUMENT_BODY_BYTES) return [];
   return [
     {
       path: [],
       message:
-        `accepts bodies of up to ${env.maxBodyBytes} bytes, but its context goes to the command as one argument (at most ${MAX_ARGUMENT_BYTES} bytes on Linux): ` +
-        `larger requests are answered 413 context_too_large; set client_filter.max_body_bytes to at most ${MAX_ARGUMENT_BODY_BYTES}, or stdin: true`,
+        `accepts bodies of up to ${env.maxBodyBytes} bytes, but its context goes to the command as one ${config.context === 'env' ? 'environment variable' : 'argument'} (at most ${MAX_ARGUMENT_BYTES} bytes on Linux): ` +
+        `larger requests are answered 413 context_too_large; set client_filter.max_body_bytes to at most ${MAX_ARGUMENT_BODY_BYTES}, or context: stdin`,
     },
   ];
 }
 
-/** The program and its arguments: the context JSON is always one argument of its own. */
-function argv(config: ExecConfig, contextArgument: string): [string, string[]] {
-  if (Array.isArray(config.command)) return [config.command[0]!, [...config.command.slice(1), contextArgument]];
-  return ['/bin/sh', ['-c', config.command, 'sh', contextArgument]];
+/** Linux bounds one argument and one environment string alike (MAX_ARG_STRLEN): the context in either must fit. */
+const limitedBySize = (config: ExecConfig) => config.context === 'argument' || config.context === 'env';
+
+/** The program and its arguments: the context JSON, when it goes in the arguments, is always one of its own. */
+function argv(config: ExecConfig, contextArgument: string | undefined): [string, string[]] {
+  const extra = contextArgument === undefined ? [] : [contextArgument];
+  if (Array.isArray(config.command)) return [config.command[0]!, [...config.command.slice(1), ...extra]];
+  return ['/bin/sh', ['-c', config.command, 'sh', ...extra]];
+}
+
+/** Where the context goes for this run: the argument, stdin and TKGATE_CONTEXT, each when the endpoint says so. */
+function contextPlaces(config: ExecConfig, context: string, oversized: boolean): { argument?: string; stdin?: string; variable?: string } {
+  switch (config.context) {
+    case 'argument':
+      return { argument: oversized ? '-' : context, ...(config.stdin && { stdin: context }) };
+    case 'stdin':
+      return { stdin: context };
+    case 'env':
+      return { variable: context };
+    case 'none':
+      return {};
+  }
 }
 
 /** TRACEPARENT and TRACESTATE (the conventional names for a process's environment), replacing any the configuration set. */
@@ -63,8 +81,16 @@ function withTrace(env: Record<string, string>, span: ChildSpan): Record<string,
 /** stdout nested deeper is answered as text (docs/toolkits.md). */
 const MAX_JSON_DEPTH = 64;
 
+/**
+ * How the command ended is the command's business, not a fault of the gateway: a warn line with the reason
+ * and exit code, no stack. A command that could not be started at all is the gateway's problem (error).
+ */
 const execFailed = (reason: string, cause: unknown, details: Record<string, unknown> = {}) =>
-  new GatewayError(500, 'exec_failed', 'the command failed', { details: { reason, ...details }, cause });
+  new GatewayError(500, 'exec_failed', 'the command failed', {
+    details: { reason, ...details },
+    cause,
+    ...(reason !== 'spawn_failed' && { logLevel: 'warn' as const }),
+  });
 
 /**
  * Runs an exec endpoint: waits for a place (per endpoint, then across the gateway), runs the command,
@@ -80,19 +106,20 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
   const { config } = call;
   const context = JSON.stringify(call.context);
   const oversized = Buffer.byteLength(context) > MAX_ARGUMENT_BYTES;
-  if (oversized && !config.stdin) {
+  if (oversized && limitedBySize(config) && !config.stdin) {
     // The client sent more than this command can take: its mistake (413), not the gateway's.
     const bytes = Buffer.byteLength(context);
     throw new GatewayError(413, 'context_too_large', 'the request is too large for this command', {
       details: { context_bytes: bytes, limit_bytes: MAX_ARGUMENT_BYTES },
-      cause: new Error(`the context is ${bytes} bytes, over the ${MAX_ARGUMENT_BYTES}-byte argument limit (the endpoint may set stdin: true)`),
+      cause: new Error(`the context is ${bytes} bytes, over the ${MAX_ARGUMENT_BYTES}-byte argument limit (the endpoint may set context: stdin)`),
     });
   }
   const leaveEndpoint = await services.endpointGate(call.endpoint.key, config).enter(call.signal);
   try {
     const leaveGlobal = await services.globalGate.enter(call.signal);
     try {
-      const [file, args] = argv(config, oversized ? '-' : context);
+      const places = contextPlaces(config, context, oversized);
+      const [file, args] = argv(config, places.argument);
       // The command's run as a child span of the request; the command continues the trace through its environment.
       const span = call.trace.startSpan(`exec ${path.basename(file)}`, { attributes: { 'process.executable.name': path.basename(file) } });
       let outcome: ProcessOutcome | undefined;
@@ -101,8 +128,15 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
           file,
           args,
           cwd: config.cwd,
-          env: withTrace({ PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', ...config.env }, span),
-          stdin: config.stdin ? context : undefined,
+          env: withTrace(
+            {
+              PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+              ...config.env,
+              ...(places.variable !== undefined && { [CONTEXT_VARIABLE]: places.variable }),
+            },
+            span,
+          ),
+          stdin: places.stdin,
           timeoutMs: config.timeout,
           maxOutputBytes: config.max_output_bytes,
           signal: call.signal,

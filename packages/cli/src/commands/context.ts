@@ -1,18 +1,23 @@
-import { loadServerConfig, migrateToLatest, openDatabase, type Database, type ServerConfig } from '@tkgate/core';
+import { keepSqliteOwner, loadServerConfig, migrateToLatest, openDatabase, type Database, type ServerConfig } from '@tkgate/core';
 import type { OptionValues } from './command.js';
 
 export function configFrom(values: OptionValues, overrides: Record<string, unknown> = {}): ServerConfig {
   return loadServerConfig({ file: values.config as string | undefined, overrides });
 }
 
-/** Opens the configured database as it is, runs `work`, and always closes it. */
+/**
+ * Opens the configured database as it is, runs `work`, and always closes it. Run as root on the service's
+ * SQLite file, what the command created is given back to the file's owner (db/sqlite-owner.ts).
+ */
 export async function withOpenDatabase<T>(values: OptionValues, work: (db: Database, config: ServerConfig) => Promise<T>): Promise<T> {
   const config = configFrom(values);
+  const restoreOwner = keepSqliteOwner(config.db);
   const db = openDatabase(config.db);
   try {
     return await work(db, config);
   } finally {
     await db.destroy();
+    restoreOwner();
   }
 }
 

@@ -2,7 +2,8 @@ import cluster, { type Worker } from 'node:cluster';
 import type { ServerConfig } from '../config/server-config.js';
 import { openDatabase } from '../db/connect.js';
 import { migrateWithPlugins } from '../plugins/plugin-migrations.js';
-import { announceSessions, describeDatabase, startGateway, StartCancelled, type GatewayOptions } from '../gateway.js';
+import { waitForDatabase } from '../db/wait-for-database.js';
+import { announceSessions, cancellation, describeDatabase, startGateway, StartCancelled, type GatewayOptions } from '../gateway.js';
 import { scopedLogger, type Logger } from '../log.js';
 import type { ReloadOutcome } from '../toolkits/toolkit-registry.js';
 import { clusterSource } from '../ops/cluster-metrics.js';
@@ -65,9 +66,11 @@ async function serveAsWorker(config: ServerConfig, log: Logger, options: ServeOp
 }
 
 /** Migrations (core's and the plugins') and the start-up session work run once, here, before any worker starts. */
-async function prepareDatabase(config: ServerConfig, log: Logger): Promise<void> {
+async function prepareDatabase(config: ServerConfig, log: Logger, signal: AbortSignal | undefined): Promise<void> {
   const db = openDatabase(config.db);
   try {
+    // As a single gateway does (its /healthz is not served meanwhile: the workers, which listen, start after).
+    await waitForDatabase(db, { log, database: describeDatabase(config.db), cancellable: cancellation(signal).database });
     const applied = await migrateWithPlugins(db, config.plugins);
     if (applied.length > 0) log.info('database migrated', { applied });
     await announceSessions(db, config, log);
@@ -78,7 +81,7 @@ async function prepareDatabase(config: ServerConfig, log: Logger): Promise<void>
 
 async function serveAsPrimary(config: ServerConfig, log: Logger, options: ServeOptions): Promise<Serving> {
   log.info('starting', { version: options.version, config: config.file ?? 'none', database: describeDatabase(config.db), workers: config.server.workers });
-  await prepareDatabase(config, log);
+  await prepareDatabase(config, log, options.signal);
   if (options.signal?.aborted) throw new StartCancelled('start cancelled');
   const count = config.server.workers;
   const workers = new Map<number, Worker>();

@@ -95,7 +95,12 @@ const declaration = {
     password_login: flag(true, { doc: 'false answers POST {base}/auth/login with 403 password_login_disabled' }),
     api_keys_per_user: integer(20, { doc: 'live (neither revoked nor expired) API keys a user may have; one more is 409 too_many_keys' }, positive),
     oidc: {
-      providers: structured([], { doc: 'OpenID Connect providers people sign in through (docs/sso.md)', sensitive: true }, oidcProviderList),
+      providers: structured(
+        [],
+        { doc: 'OpenID Connect providers people sign in through (docs/sso.md)', sensitive: true },
+        oidcProviderList,
+        'a list of providers, each an object with name, issuer, client_id and its other keys (docs/sso.md); its client secret comes from the environment',
+      ),
     },
   },
   audit: {
@@ -111,6 +116,10 @@ const declaration = {
     settle: duration('300ms', { doc: 'quiet time before a change of the directory is applied, as one batch' }),
     rescan_interval: duration('5s', { doc: 'stat-only rescan for lost file events (0 = never)' }),
     max_file_bytes: integer(1_048_576, { doc: 'a larger toolkit file is refused' }, positive),
+    on_invalid_at_start: oneOf(['last_good', 'skip', 'refuse'], 'last_good', {
+      doc: "a toolkit file refused at start: last_good serves that toolkit's last good version recorded in the database, skip starts without it, refuse refuses to start",
+      env: 'TKGATE_TOOLKITS_ON_INVALID_AT_START',
+    }),
   },
   rate_limits: {
     store: oneOf(['database', 'redis'], 'database', {
@@ -200,6 +209,16 @@ function eachSetting(node: Declaration, visit: (key: string, setting: AnySetting
 }
 
 /**
+ * Every setting a variable can carry has one: the name declared above (the documented short names such as
+ * TKGATE_PORT), else TKGATE_ and the key path in capitals with `_` for `.` (toolkits.settle: TKGATE_TOOLKITS_SETTLE).
+ * Objects taken whole (OIDC providers, plugin options) have none: their secrets have variables of their own.
+ */
+export const environmentNameOf = (key: string): string => `TKGATE_${key.toUpperCase().replaceAll('.', '_')}`;
+eachSetting(declaration as Declaration, (key, setting) => {
+  if (!setting.env && !setting.wholeObject) (setting as { env?: string }).env = environmentNameOf(key);
+});
+
+/**
  * convict's view of the declaration. Its defaults are null: convict coerces strings by the type of the
  * default (parseInt "8080abc" to 8080, "0" to true), so the settings' own defaults and checks apply after it.
  */
@@ -234,8 +253,12 @@ function readEnvironment(env: NodeJS.ProcessEnv): Record<string, unknown> {
     const raw = setting.env && env[setting.env];
     if (raw === undefined || raw === '' || !setting.env) return;
     try {
-      values[setting.env] = setting.fromEnv(raw);
+      const value = setting.fromEnv(raw);
+      // Checked here as well as with the files' values, so a refusal names the variable, not only the key.
+      setting.check(value);
+      values[setting.env] = value;
     } catch (err) {
+      if (err instanceof SettingProblem) throw new ConfigError(`invalid configuration: environment variable ${setting.env} (${key}.${err.at}): ${err.message}`);
       const shown = setting.sensitive ? '' : `, got ${JSON.stringify(raw)}`;
       throw new ConfigError(`invalid configuration: environment variable ${setting.env} (${key}): ${(err as Error).message}${shown}`);
     }
@@ -363,7 +386,7 @@ export function configurationReference(): ConfigurationEntry[] {
       key,
       env: setting.env,
       default: setting.default,
-      accepts: [...refusals].join('; '),
+      accepts: setting.accepts ?? [...refusals].join('; '),
       doc: setting.doc,
       sensitive: setting.sensitive === true,
     });

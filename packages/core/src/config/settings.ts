@@ -25,6 +25,8 @@ export interface Setting<T, Suffix extends string = ''> {
   normalise(value: unknown, cwd: string): T;
   /** An object convict must take whole from a source (it would otherwise expect a schema for its keys). */
   readonly wholeObject?: boolean;
+  /** What a value may be, for docs/configuration.md, when the refusals of `check` do not say it in words. */
+  readonly accepts?: string;
 }
 
 /** Documentation and environment variable of one setting. */
@@ -135,9 +137,24 @@ export function duration(value: string, about: About, limit: { minMs?: number; m
   return { ...setting(value, about, { check, fromEnv: (t) => (/^\d+(\.\d+)?$/.test(t.trim()) ? Number(t) : t), normalise: parseDuration }), suffix: '_ms' };
 }
 
+/**
+ * A list from the environment: a JSON array (`["a","b"]`, `[]`), or entries separated by commas (`a, b`).
+ * Entries are trimmed; an empty entry is left for the setting's check to refuse.
+ */
+function listFromEnv(text: string): unknown {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith('[')) return trimmed.split(',').map((entry) => entry.trim());
+  try {
+    return JSON.parse(trimmed) as unknown;
+  } catch {
+    return fail('must be a JSON array, or entries separated by commas');
+  }
+}
+
 export function stringList(value: string[], about: About, describe = 'must be a list of strings'): Setting<string[]> {
   return setting(value, about, {
     check: (v) => (Array.isArray(v) && v.every((entry) => typeof entry === 'string' && entry !== '') ? undefined : fail(describe)),
+    fromEnv: listFromEnv,
     normalise: (v) => [...(v as string[])],
   });
 }
@@ -156,7 +173,7 @@ export function originList(about: About): Setting<string[]> {
       }
     }
   };
-  return setting([], about, { check, normalise: (v) => [...(v as string[])] });
+  return setting([], about, { check, fromEnv: listFromEnv, normalise: (v) => [...(v as string[])] });
 }
 
 /** A positive number of processes, or "auto" for one per available core. */
@@ -184,9 +201,10 @@ export function objectsByName(about: About): Setting<Record<string, Record<strin
   };
 }
 
-/** A structured value checked by a zod schema (the OIDC providers); a problem names the key inside it. */
-export function structured<T>(value: unknown, about: About, schema: z.ZodType<T>): Setting<T> {
+/** A structured value checked by a zod schema (the OIDC providers); a problem names the key inside it. `accepts` says in words what it takes. */
+export function structured<T>(value: unknown, about: About, schema: z.ZodType<T>, accepts: string): Setting<T> {
   return {
+    accepts,
     ...setting(value, about, {
       check: (v) => {
         const parsed = schema.safeParse(v);

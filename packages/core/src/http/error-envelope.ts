@@ -23,7 +23,9 @@ export function answerError(log: Logger, ctx: GatewayContext, thrown: unknown): 
 function logError(log: Logger, ctx: GatewayContext, error: GatewayErrorShape, thrown: unknown): void {
   const fields = { request_id: ctx.state.requestId, path: ctx.path, status: error.status, code: error.code };
   // 503 busy is load shedding, answered on purpose and counted where it happens: not an error line each.
-  if (error.status >= 500 && error.code !== 'busy') log.error('request failed', { ...fields, err: error.cause ?? thrown });
+  // A failure outside the gateway that the answer explains (a command's exit code): a warn line, no stack.
+  if (error.status >= 500 && error.logLevel === 'warn') log.warn('request failed', { ...fields, details: error.details });
+  else if (error.status >= 500 && error.code !== 'busy') log.error('request failed', { ...fields, err: error.cause ?? thrown });
   else if (error.cause !== undefined) log.warn('request refused', { ...fields, err: error.cause });
   else log.debug('request refused', fields);
 }

@@ -15,16 +15,43 @@ class WriteRefused extends Error {}
  * log (once per change), the answer names the check's outcome only: `ok`, `no answer within 1s`,
  * `unreachable` or `refuses writes`.
  */
+/** The committed write of the readiness row; throws WriteRefused with the database's reason. */
+async function writeReadinessRow(db: Database): Promise<void> {
+  try {
+    await db('tkgate_readiness').insert({ id: 1, checked_at: Date.now() }).onConflict('id').merge();
+  } catch (err) {
+    throw new WriteRefused(`write refused: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * At start, once: a database that answers reads but refuses writes would let the gateway start and log
+ * "listening", then fail every login. Logged as an error with the database's reason (and, for a read-only
+ * SQLite file, what usually causes it); the start goes on, and /readyz answers 503 `refuses writes`.
+ */
+export async function reportRefusedWrites(db: Database, log: Logger, fields: { database: string; sqliteFile?: string }): Promise<void> {
+  try {
+    await writeReadinessRow(db);
+  } catch (err) {
+    if (!(err instanceof WriteRefused)) throw err;
+    const reason = ((err.cause as Error | undefined)?.message ?? err.message).split('\n')[0];
+    const readOnlyFile = fields.sqliteFile !== undefined && /readonly|read-only|permission/i.test(reason ?? '');
+    log.error('the database refuses writes', {
+      database: fields.database,
+      reason,
+      ...(readOnlyFile && {
+        hint: `${fields.sqliteFile} (or its directory, or its -wal/-shm files) cannot be written by this process's user (uid ${process.getuid?.()}): files created by another user, such as a command run as root, must be given back to it (chown)`,
+      }),
+    });
+  }
+}
+
 export function databaseCheck(db: Database, log: Logger): () => Promise<string> {
   let running: Promise<string> | undefined;
   let lastCause = '';
   const probe = async (): Promise<void> => {
     await db.raw('select 1');
-    try {
-      await db('tkgate_readiness').insert({ id: 1, checked_at: Date.now() }).onConflict('id').merge();
-    } catch (err) {
-      throw new WriteRefused(`write refused: ${(err as Error).message}`, { cause: err });
-    }
+    await writeReadinessRow(db);
   };
   const run = async (): Promise<string> => {
     let timer: NodeJS.Timeout | undefined;

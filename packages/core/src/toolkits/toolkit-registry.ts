@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { EndpointTypes } from '../plugins/endpoint-types.js';
 import { patternCache } from './client-filter.js';
 import { compileToolkitText, refused, type CompileEnvironment, type CompileResult } from './compile-toolkit.js';
-import type { CompiledEndpoint } from './compiled-toolkit.js';
+import type { CompiledEndpoint, CompiledToolkit } from './compiled-toolkit.js';
 import { problemFields, type ToolkitProblem } from './config-issues.js';
 import { readDatabaseSchema } from '../db/database-schema.js';
 import { EndpointLifetimes } from './endpoint-lifetimes.js';
@@ -13,6 +13,7 @@ import { compareSnapshots, type SnapshotChanges } from './snapshot-changes.js';
 import { describeFsError, listDirectory, type DirectoryListing } from './toolkit-directory.js';
 import { resolveToolkits, type Resolution, type ToolkitSnapshot } from './toolkit-resolution.js';
 import { decodeToolkitFile } from './toolkit-text.js';
+import { MAX_RECORDED_BYTES, type ToolkitVersions } from './toolkit-versions.js';
 
 export type { ToolkitSnapshot } from './toolkit-resolution.js';
 
@@ -28,6 +29,12 @@ export interface RegistryOptions {
   maxFileBytes: number;
   /** Told every applied reload after the load at start (metrics: tkgate_toolkit_reloads_total). */
   onReload?: (outcome: ReloadOutcome, trigger: string) => void;
+  /**
+   * The good versions in the database (`toolkit_versions`): with `lastGoodAtStart`, a toolkit whose file is
+   * refused at start is served at its last good version from there; with `record`, every toolkit served from
+   * a valid file is recorded there.
+   */
+  versions?: { store: ToolkitVersions; lastGoodAtStart: boolean; record: boolean };
 }
 
 export const DEFAULT_MAX_FILE_BYTES = 1_048_576;
@@ -49,6 +56,8 @@ interface FileRecord {
   hash: string | undefined;
   schema: string;
   result: CompileResult;
+  /** The file's text when it compiled: what `toolkit_versions` records. */
+  text?: string;
 }
 
 /**
@@ -66,6 +75,8 @@ export class ToolkitRegistry {
   private readonly loggedRefusals = new Map<string, string>();
   private heldByUnnamed: ReadonlyMap<string, readonly string[]> = new Map();
   private queue: Promise<unknown> = Promise.resolve();
+  /** Writes to `toolkit_versions` in progress, one after the other. */
+  private recording: Promise<void> = Promise.resolve();
   readonly lifetimes: EndpointLifetimes;
 
   constructor(
@@ -82,6 +93,16 @@ export class ToolkitRegistry {
 
   get snapshot(): ToolkitSnapshot {
     return this.current;
+  }
+
+  /** Toolkit files refused as they are now (GET /readyz reports them without failing). */
+  get refusedFiles(): number {
+    return this.loggedRefusals.size;
+  }
+
+  /** Resolves once the versions being recorded in the database are written (before the database closes). */
+  recorded(): Promise<void> {
+    return this.recording;
   }
 
   /** The directory as it is now: file names and stat signatures, no content read. */
@@ -142,8 +163,9 @@ export class ToolkitRegistry {
     const fingerprint = schema.fingerprint();
     const records = await this.compileAll(listing, fingerprint, env);
     const results = new Map([...records].map(([file, record]) => [file, record.result]));
+    const lastGood = trigger === 'start' && this.options.versions?.lastGoodAtStart ? await this.lastGoodVersions(results, env) : new Map();
     const resolution = resolveToolkits(results, {
-      snapshot: this.current,
+      snapshot: lastGood.size > 0 ? lastGood : this.current,
       ...this.changedFiles(listing),
       heldByUnnamed: this.heldByUnnamed,
       missingDirectory: listing.missing,
@@ -158,10 +180,69 @@ export class ToolkitRegistry {
     const wasMissing = this.applied.missing;
     this.applied = { files: listing.files, missing: listing.missing };
     this.report({ listing, wasMissing, records, resolution, changes, trigger });
+    this.reportLastGood(lastGood, resolution, trigger);
     this.lifetimes.retire(changes.retired);
+    const recording = this.recordVersions(records);
+    if (trigger === 'start') await recording;
     const outcome = { snapshot: this.current, problems: resolution.problems };
     if (trigger !== 'start') this.options.onReload?.(outcome, trigger);
     return outcome;
+  }
+
+  /**
+   * At start, the last good version in the database of each toolkit a refused file means to define (by the
+   * name it declares, or, when none can be read, by the file's stem), compiled as that file: resolving against
+   * these holds each of them as hot reload holds a live toolkit. A stored version that no longer compiles
+   * (the schema or the plugins changed) is left out.
+   */
+  private async lastGoodVersions(results: ReadonlyMap<string, CompileResult>, env: CompileEnvironment): Promise<Map<string, CompiledToolkit>> {
+    const wanted = new Map<string, string>();
+    const defined = new Set([...results.values()].flatMap((result) => ('toolkit' in result ? [result.toolkit.name] : [])));
+    for (const [file, result] of results) {
+      if ('toolkit' in result) continue;
+      const name = result.name ?? path.basename(file, path.extname(file));
+      if (!defined.has(name) && !wanted.has(name)) wanted.set(name, file);
+    }
+    const seeds = new Map<string, CompiledToolkit>();
+    if (wanted.size === 0) return seeds;
+    const stored = await this.options.versions!.store.lastGood([...wanted.keys()]);
+    for (const [name, version] of stored) {
+      const file = wanted.get(name)!;
+      const compiled = await compileOrRefuse(file, version.content, env);
+      if ('toolkit' in compiled && compiled.toolkit.name === name) seeds.set(name, compiled.toolkit);
+      else
+        this.log.error('toolkit has no usable last good version', {
+          toolkit: name,
+          file: path.basename(file),
+          recorded_at: new Date(version.recordedAt).toISOString(),
+        });
+    }
+    return seeds;
+  }
+
+  /** Says, as an error, which toolkits serve their last good version from the database rather than their file. */
+  private reportLastGood(lastGood: ReadonlyMap<string, CompiledToolkit>, resolution: Resolution, trigger: string): void {
+    const served = resolution.held.filter((held) => lastGood.get(held.toolkit) === this.current.get(held.toolkit));
+    for (const held of served) {
+      this.log.error('toolkit served at its last good version from the database', { toolkit: held.toolkit, reason: held.reason, files: held.files, trigger });
+    }
+  }
+
+  /** Records each toolkit served from a valid file whose version is not yet the newest recorded (one after the other, in the background). */
+  private recordVersions(records: ReadonlyMap<string, FileRecord>): Promise<void> {
+    const versions = this.options.versions;
+    if (!versions?.record) return this.recording;
+    for (const toolkit of this.current.values()) {
+      const record = records.get(toolkit.file);
+      if (!record?.text || !record.hash || !('toolkit' in record.result) || record.result.toolkit !== toolkit) continue;
+      const { text, hash } = record;
+      if (versions.store.isNewest(toolkit.name, hash)) continue;
+      if (Buffer.byteLength(text) > MAX_RECORDED_BYTES) continue;
+      this.recording = this.recording
+        .then(() => versions.store.record(toolkit.name, hash, text))
+        .catch((err: Error) => this.log.warn('could not record the toolkit version', { toolkit: toolkit.name, reason: err.message }));
+    }
+    return this.recording;
   }
 
   /** A live endpoint of the toolkit with exactly this definition. */
@@ -204,7 +285,8 @@ export class ToolkitRegistry {
     const read = await reads(file);
     if ('problem' in read) return { signature, hash: read.hash, schema, result: refused(file, [{ path: [], message: read.problem }]) };
     if (last?.hash === read.hash) return { ...last, signature };
-    return { signature, hash: read.hash, schema, result: await compileOrRefuse(file, read.text, env) };
+    const result = await compileOrRefuse(file, read.text, env);
+    return { signature, hash: read.hash, schema, result, ...('toolkit' in result && { text: read.text }) };
   }
 
   private async read(file: string): Promise<FileRead> {
@@ -261,7 +343,9 @@ export class ToolkitRegistry {
       const key = `${record.hash}:${JSON.stringify(record.result.problems)}`;
       if (this.loggedRefusals.get(file) === key) continue;
       this.loggedRefusals.set(file, key);
-      for (const problem of record.result.problems) this.log.warn('toolkit file refused', { ...problemFields(problem), reason: problem.message, trigger });
+      // At start a refused file leaves its toolkit at its last good version, or out: an error, not a hot reload's warning.
+      const level = trigger === 'start' ? 'error' : 'warn';
+      for (const problem of record.result.problems) this.log[level]('toolkit file refused', { ...problemFields(problem), reason: problem.message, trigger });
     }
     for (const file of this.loggedRefusals.keys()) if (!records.has(file)) this.loggedRefusals.delete(file);
   }

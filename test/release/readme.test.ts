@@ -1,0 +1,28 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { repoRoot } from '../support/paths.js';
+
+const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+
+describe('README: what a new user reads first holds', () => {
+  it("names every table of core's migrations (and knex's two) in its Database section", () => {
+    const dir = path.join(repoRoot, 'packages/core/src/db/migrations');
+    const tables = readdirSync(dir).flatMap((file) =>
+      [...readFileSync(path.join(dir, file), 'utf8').matchAll(/createTable\('([a-z_]+)'/g)].map((match) => match[1]!),
+    );
+    expect(tables.length).to.be.greaterThan(10);
+    const database = readme.slice(readme.indexOf('## Database'), readme.indexOf('\n## ', readme.indexOf('## Database') + 5));
+    for (const table of [...tables, 'tkgate_migrations', 'tkgate_migrations_lock']) expect(database, table).to.include(`\`${table}\``);
+  });
+
+  it('says npm ci takes a few minutes, not about a minute', () => {
+    expect(readme).not.to.match(/about a minute/);
+    expect(readme).to.match(/`npm ci` builds everything and takes a few minutes/);
+  });
+
+  it('never offers the @tkgate packages from the npm registry, which does not have them', () => {
+    expect(readme).not.to.match(/npm install (-g )?@tkgate|Any npm package/);
+    expect(readme).to.match(/not on the npm registry yet/);
+  });
+});
