@@ -26,6 +26,11 @@ export interface PrepareOptions {
    * it). Rows come back frozen, shared between callers. For small result sets read on every request.
    */
   cached?: boolean;
+  /**
+   * LIMIT and OFFSET bound per call: the indexes of the values given to `all` that hold them (non-negative
+   * integers, checked by the caller). The built select must have no limit or offset of its own.
+   */
+  page?: { limit: number; offset: number };
 }
 
 export interface PreparedReads {
@@ -61,13 +66,27 @@ function inlineLimits(builder: Knex.QueryBuilder): Knex.QueryBuilder {
   return builder;
 }
 
-function compile(build: (param: (index: number) => string) => Knex.QueryBuilder): { sql: string; plan: BindingPlan } {
-  const { sql, bindings } = inlineLimits(build(param)).toSQL().toNative();
-  const plan = bindings.map((binding) => {
+function compile(build: (param: (index: number) => string) => Knex.QueryBuilder, page?: PrepareOptions['page']): { sql: string; plan: BindingPlan } {
+  const builder = inlineLimits(build(param));
+  const { sql, bindings } = builder.toSQL().toNative();
+  const plan: BindingPlan = bindings.map((binding) => {
     const match = typeof binding === 'string' ? PARAM.exec(binding) : null;
     return match ? { param: Number(match[1]) } : { value: binding };
   });
-  return { sql, plan };
+  if (!page) return { sql, plan };
+  plan.push({ param: page.limit }, { param: page.offset });
+  return { sql: `${sql} ${boundPage(String(builder.client.config.client), plan.length - 1)}`, plan };
+}
+
+/**
+ * The LIMIT/OFFSET clause of a paged read, its two values bound. On SQLite a bare `LIMIT ?` makes the
+ * statement re-prepare on every run (the planner reads the bound limit): a cast hides the value from the
+ * planner. PostgreSQL numbers its placeholders.
+ */
+function boundPage(client: string, limitPosition: number): string {
+  if (client === 'better-sqlite3') return 'limit cast(? as integer) offset cast(? as integer)';
+  if (client === 'pg') return `limit $${limitPosition} offset $${limitPosition + 1}`;
+  return 'limit ? offset ?';
 }
 
 const bind = (plan: BindingPlan, params: readonly unknown[]) => plan.map((entry) => ('param' in entry ? params[entry.param] : entry.value));
@@ -143,7 +162,7 @@ export function openPreparedReads(db: Database, config: ServerConfig['db']): Pre
     return {
       dataVersion,
       prepare(build, options = {}) {
-        const { sql, plan } = compile(build);
+        const { sql, plan } = compile(build, options.page);
         const statement = connection.prepare(sql);
         const all = async (params: readonly unknown[] = []) => statement.all(bind(plan, params).map(sqliteValue)) as Array<Record<string, unknown>>;
         return options.cached ? cachedReader(all, dataVersion) : { all, cachedRows: NOT_CACHED };
@@ -155,8 +174,8 @@ export function openPreparedReads(db: Database, config: ServerConfig['db']): Pre
     };
   }
   return {
-    prepare(build) {
-      const { sql, plan } = compile(build);
+    prepare(build, options = {}) {
+      const { sql, plan } = compile(build, options.page);
       return {
         cachedRows: NOT_CACHED,
         all: async (params = []) => {

@@ -7,9 +7,11 @@ import type { ApiRange } from './plugin-api.js';
  * 1.3: useMiddleware, Koa middleware at named points of the request path;
  * 1.4: call.trace, the request's W3C trace context and child spans; call.addAuditDetails and
  * EndpointType.audited, for the audit trail; CheckEnvironment.toolkitFile, for files named relative to the
- * toolkit file).
+ * toolkit file);
+ * 1.5: EndpointType.payloadFields, optional payload fields for the OpenAPI description; PrepareOptions.page,
+ * LIMIT and OFFSET bound per call).
  */
-export const PLUGIN_API = Object.freeze({ major: 1, minor: 4 });
+export const PLUGIN_API = Object.freeze({ major: 1, minor: 5 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;
 
 interface Accepted {
