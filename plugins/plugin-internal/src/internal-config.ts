@@ -28,6 +28,8 @@ const search = (words: string) =>
     .optional()
     .describe(`Rows whose text ${words} this value, case-sensitive; its own wildcard characters match only themselves.`);
 
+const ONE_OPERATOR = 'needs exactly one operator: >=, <=, >, <, !=, =, in, like or is_null';
+
 /** An operator object in a where: exactly one operator, and `optional`. */
 const conditionSchema = z
   .strictObject({
@@ -49,7 +51,7 @@ const conditionSchema = z
     is_null: z.boolean().optional().describe('true: the column is NULL; false: it is not.'),
     optional: z.boolean().optional().describe('true: the condition is left out when its $payload field is absent (instead of 400).'),
   })
-  .refine((condition) => OPERATORS.filter((op) => op in condition).length === 1, `needs exactly one operator: ${'>=, <=, >, <, !=, =, in, like or is_null'}`);
+  .refine((condition) => OPERATORS.filter((op) => op in condition).length === 1, ONE_OPERATOR);
 const OPERATORS = [...COMPARISONS, 'in', 'like', 'is_null'] as const;
 export type Operator = (typeof OPERATORS)[number];
 export type ConditionConfig = z.infer<typeof conditionSchema>;
@@ -172,7 +174,9 @@ const pseudoQuery = z
     const op = ops[0]!;
     const parsed = querySchemas[op].safeParse(raw);
     if (!parsed.success) {
-      for (const issue of parsed.error.issues) addIssues(ctx, issue, raw);
+      // An unknown key is the mistake to name (`=>` for `>=`): that no operator is left is its consequence.
+      const unknownAt = new Set(parsed.error.issues.filter((issue) => issue.code === 'unrecognized_keys').map((issue) => issue.path.join('\u0000')));
+      for (const issue of parsed.error.issues) if (!(issue.message === ONE_OPERATOR && unknownAt.has(issue.path.join('\u0000')))) addIssues(ctx, issue, raw);
       return z.NEVER;
     }
     const query = parsed.data as Record<string, unknown>;
