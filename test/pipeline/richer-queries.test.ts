@@ -80,7 +80,9 @@ const hosts = {
       path: 'close',
       method: 'POST',
       type: 'internal',
-      pseudo_querys: [{ update: 'hosts', set: { status: 'closed' }, where: { id: { in: '$payload.ids' }, status: { '=': '$payload.status', optional: true } } }],
+      pseudo_querys: [
+        { update: 'hosts', set: { status: 'closed' }, where: { id: { in: '$payload.ids' }, status: { '=': '$payload.status', optional: true } } },
+      ],
     },
   ],
 };
@@ -99,8 +101,8 @@ for (const dialect of dialects) {
     const refused = (reply: { status: number; body: any }, field: string, rule: string) => {
       expect(reply.status, JSON.stringify(reply.body)).to.equal(400);
       expect(reply.body.error.code).to.equal('invalid_payload');
-      expect(reply.body.error.details.some((problem: { field: string; rule: string }) => problem.field === field && problem.rule === rule), JSON.stringify(reply.body)).to
-        .be.true;
+      const named = reply.body.error.details.map((problem: { field: string; rule: string }) => `${problem.field}/${problem.rule}`);
+      expect(named).to.include(`${field}/${rule}`);
     };
 
     it('compares numbers with each operator; a NULL column meets none of them', async () => {
@@ -194,7 +196,8 @@ for (const dialect of dialects) {
         [{ sort: '-power', offset: '7' }, [4]], [{ sort: '-id', limit: '2' }, [8, 7]],
       ];
       for (const [query, expected] of table) expect(idsOf(await client.get('hosts', 'search', query)), JSON.stringify(query)).to.deep.equal(expected);
-      for (const sort of ['status', 'name; DROP TABLE hosts', '--name', 'NAME']) refused(await client.get('hosts', 'search', { sort }), 'sort', 'allowed_values');
+      for (const sort of ['status', 'name; DROP TABLE hosts', '--name', 'NAME'])
+        refused(await client.get('hosts', 'search', { sort }), 'sort', 'allowed_values');
     });
 
     it('update with an in and an optional condition touches only the matching rows', async () => {

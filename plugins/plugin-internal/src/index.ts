@@ -22,7 +22,7 @@ const plugin: TkgatePlugin = {
         return checkInternalEndpoint(config, env);
       },
       describeResponse: describeInternalResponse,
-      payloadFields: payloadFieldsOf,
+      describePayload: payloadFieldsOf,
       async execute(call) {
         // The endpoint's execution as a child span of the request: queries name the database system.
         const span = call.trace.startSpan('internal', {

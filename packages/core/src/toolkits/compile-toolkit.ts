@@ -234,7 +234,7 @@ function payloadFieldsOf(
   typeKeys: unknown,
   dbContext: readonly DbContextEntry[],
 ): Pick<CompiledEndpoint, 'neededPayloadFields' | 'optionalPayloadFields'> {
-  const declared = type.payloadFields?.(config);
+  const declared = type.describePayload?.(config);
   const filters = dbContext.flatMap((entry) => (entry.filter ? [entry.filter.payloadField] : []));
   const needed = new Set([...filters, ...(declared ? declared.needed : payloadReferences(typeKeys))]);
   return { neededPayloadFields: [...needed], optionalPayloadFields: [...new Set(declared?.optional ?? [])].filter((field) => !needed.has(field)) };
