@@ -75,7 +75,8 @@ function checkQuery(query: PseudoQuery, env: CheckEnvironment, at: Array<string 
   }
   if ((query.op === 'update' || query.op === 'delete') && query.where) {
     const fixed = Object.values(query.where).some((raw) => raw === null || typeof raw !== 'object' || raw.optional !== true);
-    if (!fixed) issues.push({ path: [...at, 'where'], message: `${query.op} needs at least one condition that is not optional (else it could touch every row)` });
+    if (!fixed)
+      issues.push({ path: [...at, 'where'], message: `${query.op} needs at least one condition that is not optional (else it could touch every row)` });
   }
   if (query.values) {
     const key = query.op === 'update' ? 'set' : 'values';
@@ -84,7 +85,9 @@ function checkQuery(query: PseudoQuery, env: CheckEnvironment, at: Array<string 
       if (!readable(column, path)) continue;
       const value = parseValue(raw);
       const problem =
-        'problem' in value ? value.problem : (unreachable(value, env) ?? literalProblem({ column, value, type: env.schema.columnType(query.table, column) }, query.table));
+        'problem' in value
+          ? value.problem
+          : (unreachable(value, env) ?? literalProblem({ column, value, type: env.schema.columnType(query.table, column) }, query.table));
       if (problem) issues.push({ path, message: problem });
     }
   }

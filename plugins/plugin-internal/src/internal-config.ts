@@ -23,10 +23,7 @@ export const MAX_IN_ITEMS = 1000;
 
 const comparison = (words: string) => scalar.optional().describe(`The column ${words} this value (a literal or a reference).`);
 const search = (words: string) =>
-  z
-    .string()
-    .optional()
-    .describe(`Rows whose text ${words} this value, case-sensitive; its own wildcard characters match only themselves.`);
+  z.string().optional().describe(`Rows whose text ${words} this value, case-sensitive; its own wildcard characters match only themselves.`);
 
 const ONE_OPERATOR = 'needs exactly one operator: >=, <=, >, <, !=, =, in, like or is_null';
 

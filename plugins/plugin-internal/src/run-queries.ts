@@ -1,6 +1,16 @@
-import { GatewayError, NOT_CONVERTIBLE, textSearch, type Database, type DatabaseSchema, type PluginApi, type PreparedRead, type QueryBuilder, type RequestContext } from '@tkgate/core';
+import {
+  GatewayError,
+  NOT_CONVERTIBLE,
+  textSearch,
+  type Database,
+  type DatabaseSchema,
+  type PluginApi,
+  type PreparedRead,
+  type QueryBuilder,
+  type RequestContext,
+} from '@tkgate/core';
 import { bindValue, parseValue, type BoundValue, type ColumnValue } from './bound-values.js';
-import { applyCondition, boundValues, DROPPED, NOTHING, parseCondition, resolveCondition, type Condition, type Resolved } from './conditions.js';
+import { applyCondition, boundValues, NOTHING, parseCondition, resolveCondition, type Condition, type Resolved } from './conditions.js';
 import type { PseudoQuery, Scalar } from './internal-config.js';
 import { applyOrder, pagedByRequest, preparePaging, resolveBound, resolveOrder, type Paging } from './paging.js';
 
@@ -92,12 +102,14 @@ export async function runQueries(db: Database, prepared: PreparedQuery[], contex
   return Object.fromEntries(prepared.map((entry, index) => [entry.query.name!, results[index]]));
 }
 
+const NO_VALUES: Readonly<Record<string, unknown>> = Object.freeze({});
+
 function bind(entry: PreparedQuery, context: RequestContext): Bound {
   const { paging, label } = entry;
   return {
     entry,
     conditions: entry.conditions.map((condition) => resolveCondition(condition, context, label)),
-    values: Object.fromEntries(entry.values.map((value) => [value.column, bindValue(value, context, label)])),
+    values: entry.values.length === 0 ? NO_VALUES : Object.fromEntries(entry.values.map((value) => [value.column, bindValue(value, context, label)])),
     order: paging ? resolveOrder(paging, context) : 0,
     limit: paging ? resolveBound(paging.limit, context) : 0,
     offset: paging ? resolveBound(paging.offset, context) : 0,
@@ -122,16 +134,23 @@ function nothingMatched({ entry }: Bound): unknown {
 async function runPrepared(db: Database, bound: Bound, prepareRead: PluginApi['prepareRead']): Promise<unknown> {
   if (matchesNothing(bound)) return nothingMatched(bound);
   const { entry } = bound;
-  const key = `${bound.conditions.map((condition) => (condition === DROPPED ? '-' : (condition as { shape: string }).shape)).join(',')}/${bound.order}`;
+  // The shape's key and the values to bind, in one pass (this runs on every request).
+  const search = textSearch(db);
+  const params: unknown[] = [];
+  let key = '';
+  bound.conditions.forEach((resolved, index) => {
+    if (typeof resolved === 'symbol') {
+      key += '-,';
+      return;
+    }
+    key += `${resolved.shape},`;
+    params.push(...boundValues(entry.conditions[index]!, resolved.values, search));
+  });
+  key += bound.order;
   let shape = entry.shapes!.get(key);
   if (!shape && entry.shapes!.size >= MAX_SHAPES) return runOne(db, bound);
   if (!shape) entry.shapes!.set(key, (shape = prepareShape(db, bound, prepareRead)));
-  const search = textSearch(db);
-  const params = bound.conditions.flatMap((resolved, index) =>
-    typeof resolved === 'symbol' ? [] : boundValues(entry.conditions[index]!, resolved.values, search),
-  );
-  const paged = pagedByRequest(entry.paging!);
-  const rows = await shape.rows.all(paged ? [...params, bound.limit, bound.offset] : params);
+  const rows = await shape.rows.all(pagedByRequest(entry.paging!) ? [...params, bound.limit, bound.offset] : params);
   if (!shape.count) return rows;
   const [counted] = await shape.count.all(params);
   return { rows, count: Number(counted!.count) };
@@ -177,9 +196,7 @@ async function runOne(db: Database, bound: Bound): Promise<unknown> {
   const matching = () => whereOf(db(query.table), bound, (bound) => bound);
   switch (query.op) {
     case 'select': {
-      const rows = await applyOrder(matching().select(query.columns!), entry.paging!.orders[bound.order]!)
-        .limit(bound.limit)
-        .offset(bound.offset);
+      const rows = await applyOrder(matching().select(query.columns!), entry.paging!.orders[bound.order]!).limit(bound.limit).offset(bound.offset);
       if (!query.count) return rows;
       const [counted] = await matching().count({ count: '*' });
       return { rows, count: Number((counted as { count: unknown }).count) };
