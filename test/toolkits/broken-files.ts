@@ -353,7 +353,16 @@ BROKEN.push(
   {
     file: 'limit.yaml',
     text: kit('limit', ep('method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    limit: 0\n')),
-    problems: [[10, 16, 'endpoints.0.pseudo_querys.0.limit', 'GET items/search', 'must be at least 1', 'At most this many rows (default 100, at most 10000), or { from, max, default }.']],
+    problems: [
+      [
+        10,
+        16,
+        'endpoints.0.pseudo_querys.0.limit',
+        'GET items/search',
+        'must be at least 1',
+        'At most this many rows (default 100, at most 10000), or { from, max, default }.',
+      ],
+    ],
     editor: 'rejects',
   },
   {
@@ -403,7 +412,10 @@ BROKEN.push(
   },
   {
     file: 'operator-lik.yaml',
-    text: kit('operator-lik', ep('method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    where:\n      title:\n        lik: { prefix: $payload.q }\n')),
+    text: kit(
+      'operator-lik',
+      ep('method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    where:\n      title:\n        lik: { prefix: $payload.q }\n'),
+    ),
     problems: [[12, 13, 'endpoints.0.pseudo_querys.0.where.title.lik', 'GET items/search', 'unknown key', 'did you mean like?']],
     editor: 'rejects',
   },
@@ -411,14 +423,19 @@ BROKEN.push(
     file: 'order-default.yaml',
     text: kit(
       'order-default',
-      ep('method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    order_by: { from: $payload.sort, allowed: [id, title], default: status }\n'),
+      ep(
+        'method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    order_by: { from: $payload.sort, allowed: [id, title], default: status }\n',
+      ),
     ),
     problems: [[10, 73, 'endpoints.0.pseudo_querys.0.order_by.default', 'GET items/search', 'status is not among allowed (id, title)', null]],
     editor: 'accepts',
   },
   {
     file: 'optional-literal.yaml',
-    text: kit('optional-literal', ep('method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    where:\n      status: { "=": open, optional: true }\n')),
+    text: kit(
+      'optional-literal',
+      ep('method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    where:\n      status: { "=": open, optional: true }\n'),
+    ),
     problems: [
       [
         11,
