@@ -170,6 +170,17 @@ async function main() {
       [atLeast(0.6, 'bare Koa')],
     );
 
+  // 10. A paged list with two optional filters (both given), vs. scenario 2's fixed select: gateway CPU per request.
+  if (runs(10))
+    await scenario(
+      '10. internal endpoint, paged with two optional filters',
+      [
+        tkgate('tkgate', gateway, { url: '/tk/app/bench/items-page?q=disk&status=open&title=item&sort=-id&limit=10&offset=0', headers: auth }),
+        tkgate('fixed select', gateway, { url: '/tk/app/bench/items?q=disk', headers: auth }),
+      ],
+      [cpuAtMost(1.1, 'fixed select')],
+    );
+
   // 3. An http endpoint (JSON) to a raw node:http upstream: vs. the upstream direct, the simplest proxy, and the peers.
   if (runs(3)) {
     const jsonPost = { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"q":"disk"}' };

@@ -21,12 +21,37 @@ export const ITEMS_ENDPOINT = {
   pseudo_querys: [{ select: 'items', columns: ['id', 'title', 'status'], where: { owner_id: '$context.user_id' }, order_by: 'id', limit: 10 }],
 };
 
+/**
+ * Scenario 10's list endpoint: scenario 2's, with two optional filters, a limit, an offset and an order
+ * chosen by the caller (its SQL compiled per shape of request at load, not per request).
+ */
+export const PAGED_ENDPOINT = {
+  ...ITEMS_ENDPOINT,
+  path: 'items-page',
+  client_filter: { allowed_fields: ['q', 'status', 'title', 'sort', 'limit', 'offset'], field_rules: { q: { type: 'string', max_length: 20 } } },
+  pseudo_querys: [
+    {
+      select: 'items',
+      columns: ['id', 'title', 'status'],
+      where: {
+        owner_id: '$context.user_id',
+        status: { '=': '$payload.status', optional: true },
+        title: { like: { prefix: '$payload.title' }, optional: true },
+      },
+      order_by: { from: '$payload.sort', allowed: ['id', 'title'], default: 'id' },
+      limit: { from: '$payload.limit', max: 50, default: 10 },
+      offset: { from: '$payload.offset', default: 0 },
+    },
+  ],
+};
+
 function toolkit(upstreamPort, tinyScript) {
   return {
     name: 'bench',
     type: 'app',
     endpoints: [
       ITEMS_ENDPOINT,
+      PAGED_ENDPOINT,
       { path: 'json', method: 'POST', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/json` } },
       { path: 'file', method: 'GET', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/1mb`, passthrough: true } },
       { path: 'tiny', method: 'GET', type: 'exec', command: [tinyScript], max_concurrency: 16, max_queue: 256 },

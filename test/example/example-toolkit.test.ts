@@ -72,6 +72,20 @@ for (const dialect of dialects) {
       const refused = await notes.get('notes', 'by-status', { status: 'later' });
       expect(refused.status).to.equal(400);
       expect(refused.body.error.details[0]).to.include({ field: 'status', rule: 'allowed_values' });
+      for (const title of ['Rotate keys', 'rotate logs', 'patch web-1']) await notes.post('notes', 'add', { title, body: '-' });
+      const titles = async (query: Record<string, string>) => {
+        const found = await notes.get('notes', 'search', query);
+        expect(found.status, JSON.stringify(found.body)).to.equal(200);
+        return [found.body.data.rows.map((row: { title: string }) => row.title), found.body.data.count];
+      };
+      expect(await titles({})).to.deep.equal([['patch web-1', 'rotate logs', 'Rotate keys', 'renew certs'], 4]);
+      expect(await titles({ q: 'otate' })).to.deep.equal([['rotate logs', 'Rotate keys'], 2]);
+      expect(await titles({ q: 'Rot' })).to.deep.equal([['Rotate keys'], 1]);
+      expect(await titles({ status: 'done' })).to.deep.equal([['renew certs'], 1]);
+      expect(await titles({ sort: 'title', limit: '2', offset: '1' })).to.deep.equal([['patch web-1', 'renew certs'], 4]);
+      const badSort = await notes.get('notes', 'search', { sort: 'body' });
+      expect(badSort.status).to.equal(400);
+      expect(badSort.body.error.details[0]).to.include({ field: 'sort', rule: 'allowed_values' });
       const disk = await notes.get('notes', 'disk');
       expect(disk.status).to.equal(200);
       expect(disk.body.data.available_kb).to.be.a('number');

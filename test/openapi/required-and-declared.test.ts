@@ -35,6 +35,22 @@ const orders = {
       pseudo_querys: [{ insert: 'items', values: { owner_id: '$payload.owner', title: '$payload.title' } }],
     },
     { path: 'probe', method: 'GET', type: 'probe', action: 'conflict' },
+    {
+      path: 'search',
+      method: ['GET', 'POST'],
+      type: 'internal',
+      pseudo_querys: [
+        {
+          select: 'items',
+          columns: ['id', 'title'],
+          where: { owner_id: { '=': '$payload.owner' }, title: { like: { prefix: '$payload.q' }, optional: true }, id: { in: '$payload.ids', optional: true } },
+          order_by: { from: '$payload.sort', allowed: ['id', 'title'] },
+          limit: { from: '$payload.limit', max: 50 },
+          offset: { from: '$payload.offset' },
+          count: true,
+        },
+      ],
+    },
   ],
 };
 
@@ -68,6 +84,23 @@ for (const dialect of dialects) {
       expect(body.required).to.equal(true);
       expect(body.content['application/json'].schema.required).to.deep.equal(['owner', 'title']);
       expect(Object.keys(body.content['application/json'].schema.properties)).to.deep.equal(['owner', 'title']);
+    });
+
+    it('optional filters, limit, offset and order are listed but not required; a count makes data { rows, count }', () => {
+      const parameters = document.paths['/tk/app/orders/search'].get.parameters.map((p: { name: string; required: boolean }) => [p.name, p.required]);
+      expect(parameters).to.deep.equal([
+        ['owner', true],
+        ['q', false],
+        ['ids', false],
+        ['limit', false],
+        ['offset', false],
+        ['sort', false],
+      ]);
+      const body = document.paths['/tk/app/orders/search'].post.requestBody.content['application/json'].schema;
+      expect(body.required).to.deep.equal(['owner']);
+      expect(Object.keys(body.properties)).to.deep.equal(['owner', 'q', 'ids', 'limit', 'offset', 'sort']);
+      const data = document.paths['/tk/app/orders/search'].get.responses['200'].content['application/json'].schema;
+      expect(JSON.stringify(data)).to.include('"count":{"type":"integer"');
     });
 
     it("lists the plugin's declared error codes for its endpoints", () => {

@@ -353,7 +353,16 @@ BROKEN.push(
   {
     file: 'limit.yaml',
     text: kit('limit', ep('method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    limit: 0\n')),
-    problems: [[10, 16, 'endpoints.0.pseudo_querys.0.limit', 'GET items/search', 'must be at least 1', 'At most this many rows (default 100, at most 10000).']],
+    problems: [
+      [
+        10,
+        16,
+        'endpoints.0.pseudo_querys.0.limit',
+        'GET items/search',
+        'must be at least 1',
+        'At most this many rows (default 100, at most 10000), or { from, max, default }.',
+      ],
+    ],
     editor: 'rejects',
   },
   {
@@ -394,6 +403,50 @@ BROKEN.push(
     text: kit('http-timeout', ep('method: GET\ntype: http\nupstream:\n  url: http://127.0.0.1:9/\n  timout: 5s\n')),
     problems: [[9, 7, 'endpoints.0.upstream.timout', 'GET items/search', 'unknown key', 'did you mean timeout?']],
     editor: 'rejects',
+  },
+  {
+    file: 'operator-swapped.yaml',
+    text: kit('operator-swapped', ep('method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    where:\n      id: { "=>": 3 }\n')),
+    problems: [[11, 17, 'endpoints.0.pseudo_querys.0.where.id.??', 'GET items/search', 'unknown key', 'did you mean >=?']],
+    editor: 'rejects',
+  },
+  {
+    file: 'operator-lik.yaml',
+    text: kit(
+      'operator-lik',
+      ep('method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    where:\n      title:\n        lik: { prefix: $payload.q }\n'),
+    ),
+    problems: [[12, 13, 'endpoints.0.pseudo_querys.0.where.title.lik', 'GET items/search', 'unknown key', 'did you mean like?']],
+    editor: 'rejects',
+  },
+  {
+    file: 'order-default.yaml',
+    text: kit(
+      'order-default',
+      ep(
+        'method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    order_by: { from: $payload.sort, allowed: [id, title], default: status }\n',
+      ),
+    ),
+    problems: [[10, 73, 'endpoints.0.pseudo_querys.0.order_by.default', 'GET items/search', 'status is not among allowed (id, title)', null]],
+    editor: 'accepts',
+  },
+  {
+    file: 'optional-literal.yaml',
+    text: kit(
+      'optional-literal',
+      ep('method: GET\ntype: internal\npseudo_querys:\n  - select: items\n    columns: [id]\n    where:\n      status: { "=": open, optional: true }\n'),
+    ),
+    problems: [
+      [
+        11,
+        42,
+        'endpoints.0.pseudo_querys.0.where.status.optional',
+        'GET items/search',
+        'optional leaves the condition out when its $payload.<field> is absent: this one has none',
+        null,
+      ],
+    ],
+    editor: 'accepts',
   },
 );
 

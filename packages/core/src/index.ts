@@ -23,10 +23,12 @@ export { CORE_ERROR_CODES } from './error-codes.js';
 export type { ErrorCodeDeclaration, CoreErrorCode } from './error-codes.js';
 export { openDatabase } from './db/connect.js';
 export { keepSqliteOwner } from './db/sqlite-owner.js';
-export { whereExactly } from './db/exact-match.js';
 export { insertReturningId } from './db/inserted-id.js';
 export { databaseSystemName } from './tracing/database-span.js';
-export type { Database } from './db/connect.js';
+export { whereExactly, whereCompared, whereInExactly, type Comparison } from './db/exact-match.js';
+export { textSearch, type TextSearch, type SearchMode } from './db/text-search.js';
+export { orderExactly } from './db/ordering.js';
+export type { Database, QueryBuilder } from './db/connect.js';
 export { migrateToLatest, type MigrationState, type PlannedMigration } from './db/migrate.js';
 export { migrateWithPlugins, migrationPlan, migrationStatus } from './plugins/plugin-migrations.js';
 export { startGateway, StartCancelled, describeDatabase } from './gateway.js';
@@ -66,6 +68,7 @@ export type {
   NamedFunction,
   FunctionCall,
   PreparedRead,
+  PayloadFields,
   BodyWriter,
   MiddlewarePoint,
   PluginMiddleware,

@@ -53,6 +53,26 @@ export function resolveValue(value: BoundValue, context: RequestContext, usedBy:
   return resolved as Scalar;
 }
 
+/**
+ * The list an `in` reads from a reference: an array of at most `max` items (a single value is a list of one;
+ * a GET's repeated query parameter arrives as an array). Too many items is the client's mistake (400).
+ */
+export function resolveList(value: BoundValue, context: RequestContext, usedBy: string, max: number): unknown[] {
+  if ('literal' in value) return [value.literal];
+  const holder = value.source === 'context' ? context : (context[value.source] as Record<string, unknown>);
+  const resolved = holder[value.field];
+  if (resolved === undefined && value.source === 'payload') {
+    throw invalidPayload([{ field: value.field, rule: 'required', message: `${value.field} is needed by ${usedBy}` }]);
+  }
+  const list = Array.isArray(resolved) ? resolved : resolved === undefined ? [] : [resolved];
+  if (list.length > max) {
+    const problem = { field: value.field, rule: 'max_length', message: `${value.field} may hold at most ${max} items for ${usedBy}` };
+    if (value.source === 'payload') throw invalidPayload([problem]);
+    throw new GatewayError(500, 'internal_error', 'internal error', { cause: new Error(`$${value.source}.${value.field}: ${problem.message}`) });
+  }
+  return list;
+}
+
 /** A value for one column: what to bind, and the column's type it is converted to. */
 export interface ColumnValue {
   column: string;

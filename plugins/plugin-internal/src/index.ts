@@ -1,6 +1,6 @@
 import { databaseSystemName, GatewayError, type DatabaseSchema, type EndpointCall, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { checkInternalEndpoint } from './check-queries.js';
-import { describeInternalResponse } from './describe-response.js';
+import { describeInternalResponse, payloadFieldsOf } from './describe-response.js';
 import { internalConfigSchema, type InternalConfig } from './internal-config.js';
 import { prepareQueries, runQueries, type PreparedQuery } from './run-queries.js';
 
@@ -11,7 +11,7 @@ const checkedAgainst = new WeakMap<InternalConfig, DatabaseSchema>();
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-internal',
-  apiVersion: '^1.4',
+  apiVersion: '^1.5',
   register(api) {
     const systemName = databaseSystemName(api.db);
     const internal: EndpointType<InternalConfig> = {
@@ -22,6 +22,7 @@ const plugin: TkgatePlugin = {
         return checkInternalEndpoint(config, env);
       },
       describeResponse: describeInternalResponse,
+      describePayload: payloadFieldsOf,
       async execute(call) {
         // The endpoint's execution as a child span of the request: queries name the database system.
         const span = call.trace.startSpan('internal', {
@@ -62,9 +63,9 @@ const plugin: TkgatePlugin = {
         const schema = checkedAgainst.get(call.config);
         if (!schema)
           throw new GatewayError(500, 'internal_error', 'internal error', { cause: new Error('an internal endpoint ran without its load-time check') });
-        prepared.set(call.config, (queries = prepareQueries(call.config.pseudo_querys!, api.db, api.prepareRead, schema)));
+        prepared.set(call.config, (queries = prepareQueries(call.config.pseudo_querys!, schema)));
       }
-      return runQueries(call.db, queries, call.context);
+      return runQueries(call.db, queries, call.context, api.prepareRead);
     };
     api.registerEndpointType(internal);
   },

@@ -5,6 +5,8 @@ import pg from 'pg';
 import type { ServerConfig } from '../config/server-config.js';
 
 export type Database = Knex;
+/** A knex query builder of the gateway's database (what `db(table)` returns). */
+export type QueryBuilder = Knex.QueryBuilder;
 
 /** knex would print to the console; its errors reach our callers as rejections and are logged there. */
 const quietKnexLog = { warn() {}, error() {}, deprecate() {}, debug() {} };

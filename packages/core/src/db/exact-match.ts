@@ -20,3 +20,30 @@ export function whereExactly(builder: Knex.QueryBuilder, column: string, value: 
   else if (dialect === 'postgres') builder.whereRaw('CAST(?? AS TEXT) COLLATE "C" = CAST(? AS TEXT)', [column, value as Knex.Value]);
   return builder;
 }
+
+export type Comparison = '=' | '!=' | '>' | '>=' | '<' | '<=';
+const SQL_OPERATOR: Record<Comparison, string> = { '=': '=', '!=': '<>', '>': '>', '>=': '>=', '<': '<', '<=': '<=' };
+
+/**
+ * `column <op> value`, comparing text byte for byte on every database as whereExactly does: MySQL/MariaDB
+ * compare binary strings (their collation would put "alpha" = "Alpha" and "a" < "B"), PostgreSQL uses the
+ * "C" collation (its default follows the locale), SQLite compares bytes already. A NULL column meets no
+ * comparison (SQL's rule, alike everywhere); `=` is whereExactly.
+ */
+export function whereCompared(builder: Knex.QueryBuilder, column: string, op: Comparison, value: unknown, type: ColumnType): Knex.QueryBuilder {
+  if (op === '=') return whereExactly(builder, column, value, type);
+  const client = builder.client.config.client;
+  const sql = SQL_OPERATOR[op];
+  if (type.kind === 'text' && client === 'mysql2') return builder.whereRaw(`CAST(?? AS BINARY) ${sql} CAST(? AS BINARY)`, [column, value as Knex.Value]);
+  if (type.kind === 'text' && client === 'pg') return builder.whereRaw(`?? COLLATE "C" ${sql} ?`, [column, value as Knex.Value]);
+  return builder.where(column, sql, value as Knex.Value);
+}
+
+/** `column IN (values)`, each compared as whereExactly compares (on MySQL/MariaDB text, binary strings beside the plain IN). */
+export function whereInExactly(builder: Knex.QueryBuilder, column: string, values: readonly unknown[], type: ColumnType): Knex.QueryBuilder {
+  builder.whereIn(column, values as Knex.Value[]);
+  if (type.kind === 'text' && builder.client.config.client === 'mysql2') {
+    builder.whereRaw(`CAST(?? AS BINARY) IN (${values.map(() => 'CAST(? AS BINARY)').join(', ')})`, [column, ...(values as Knex.Value[])]);
+  }
+  return builder;
+}

@@ -26,6 +26,11 @@ export interface PrepareOptions {
    * it). Rows come back frozen, shared between callers. For small result sets read on every request.
    */
   cached?: boolean;
+  /**
+   * LIMIT and OFFSET bound per call: the indexes of the values given to `all` that hold them (non-negative
+   * integers, checked by the caller). The built select must have no limit or offset of its own.
+   */
+  page?: { limit: number; offset: number };
 }
 
 export interface PreparedReads {
@@ -62,14 +67,31 @@ function inlineLimits(builder: Knex.QueryBuilder): Knex.QueryBuilder {
 }
 
 /** `native`: the driver's own placeholders (better-sqlite3); else knex's `?`, for db.raw. */
-function compile(build: (param: (index: number) => string) => Knex.QueryBuilder, native = true): { sql: string; plan: BindingPlan } {
-  const compiled = inlineLimits(build(param)).toSQL();
+function compile(
+  build: (param: (index: number) => string) => Knex.QueryBuilder,
+  page: PrepareOptions['page'] | undefined,
+  native: boolean,
+): { sql: string; plan: BindingPlan } {
+  const builder = inlineLimits(build(param));
+  const compiled = builder.toSQL();
   const { sql, bindings } = native ? compiled.toNative() : compiled;
-  const plan = bindings.map((binding) => {
+  const plan: BindingPlan = bindings.map((binding) => {
     const match = typeof binding === 'string' ? PARAM.exec(binding) : null;
     return match ? { param: Number(match[1]) } : { value: binding };
   });
-  return { sql, plan };
+  if (!page) return { sql, plan };
+  plan.push({ param: page.limit }, { param: page.offset });
+  return { sql: `${sql} ${boundPage(native ? String(builder.client.config.client) : 'knex')}`, plan };
+}
+
+/**
+ * The LIMIT/OFFSET clause of a paged read, its two values bound. On SQLite a bare `LIMIT ?` makes the
+ * statement re-prepare on every run (the planner reads the bound limit): a cast hides the value from the
+ * planner. Elsewhere the SQL goes through db.raw, which numbers PostgreSQL's placeholders itself.
+ */
+function boundPage(client: string): string {
+  if (client === 'better-sqlite3') return 'limit cast(? as integer) offset cast(? as integer)';
+  return 'limit ? offset ?';
 }
 
 const bind = (plan: BindingPlan, params: readonly unknown[]) => plan.map((entry) => ('param' in entry ? params[entry.param] : entry.value));
@@ -145,7 +167,7 @@ export function openPreparedReads(db: Database, config: ServerConfig['db']): Pre
     return {
       dataVersion,
       prepare(build, options = {}) {
-        const { sql, plan } = compile(build);
+        const { sql, plan } = compile(build, options.page, true);
         const statement = connection.prepare(sql);
         const all = async (params: readonly unknown[] = []) => statement.all(bind(plan, params).map(sqliteValue)) as Array<Record<string, unknown>>;
         return options.cached ? cachedReader(all, dataVersion) : { all, cachedRows: NOT_CACHED };
@@ -157,9 +179,9 @@ export function openPreparedReads(db: Database, config: ServerConfig['db']): Pre
     };
   }
   return {
-    prepare(build) {
+    prepare(build, options = {}) {
       // knex's own placeholders: PostgreSQL's $1, $2... are numbered by db.raw.
-      const { sql, plan } = compile(build, false);
+      const { sql, plan } = compile(build, options.page, false);
       return {
         cachedRows: NOT_CACHED,
         all: async (params = []) => rawRows<Record<string, unknown>>(await db.raw(sql, bind(plan, params) as Knex.RawBinding[])),

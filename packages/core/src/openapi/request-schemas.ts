@@ -1,3 +1,4 @@
+import type { PayloadFields } from '../plugins/plugin-api.js';
 import type { JsonSchema } from '../plugins/response-description.js';
 import type { CompiledClientFilter, CompiledFieldRule } from '../toolkits/client-filter.js';
 
@@ -19,21 +20,24 @@ export function fieldSchema(rule: CompiledFieldRule | undefined): JsonSchema {
   return schema;
 }
 
-/** The fields the filter names, in a stable order: allowed, then required, then those with rules, then those the endpoint needs. */
-function namedFields(filter: CompiledClientFilter, needed: readonly string[]): string[] {
-  return [...new Set([...(filter.allowedFields ?? []), ...filter.requiredFields, ...filter.fieldRules.keys(), ...needed])];
+/**
+ * The fields the filter names, in a stable order: allowed, then required, then those with rules, then those
+ * the endpoint needs, then those it reads when given (an optional filter, a page size).
+ */
+function namedFields(filter: CompiledClientFilter, fields: PayloadFields): string[] {
+  return [...new Set([...(filter.allowedFields ?? []), ...filter.requiredFields, ...filter.fieldRules.keys(), ...fields.needed, ...fields.optional])];
 }
 
 /** Required fields: those of required_fields, and those a `$payload.<field>` of the endpoint needs (absent: 400). */
-const requiredOf = (filter: CompiledClientFilter, needed: readonly string[]): string[] => [...new Set([...filter.requiredFields, ...needed])];
+const requiredOf = (filter: CompiledClientFilter, fields: PayloadFields): string[] => [...new Set([...filter.requiredFields, ...fields.needed])];
 
 const OPEN_PAYLOAD_NOTE = 'Fields other than those listed are passed on too (no allowed_fields).';
 const STRIPPED_NOTE = 'Fields other than those listed are stripped.';
 
 /** GET: each field a query parameter. Numbers and booleans arrive as strings and are converted. */
-export function queryParameters(filter: CompiledClientFilter, needed: readonly string[]): JsonSchema[] {
-  const required = requiredOf(filter, needed);
-  return namedFields(filter, needed).map((name) => ({
+export function queryParameters(filter: CompiledClientFilter, fields: PayloadFields): JsonSchema[] {
+  const required = requiredOf(filter, fields);
+  return namedFields(filter, fields).map((name) => ({
     name,
     in: 'query',
     required: required.includes(name),
@@ -42,9 +46,9 @@ export function queryParameters(filter: CompiledClientFilter, needed: readonly s
 }
 
 /** POST: the body, as JSON and/or a form, with its size limit in x-max-body-bytes. */
-export function requestBody(filter: CompiledClientFilter, needed: readonly string[], serverMaxBodyBytes: number): JsonSchema {
-  const properties = Object.fromEntries(namedFields(filter, needed).map((name) => [name, fieldSchema(filter.fieldRules.get(name))]));
-  const required = requiredOf(filter, needed);
+export function requestBody(filter: CompiledClientFilter, fields: PayloadFields, serverMaxBodyBytes: number): JsonSchema {
+  const properties = Object.fromEntries(namedFields(filter, fields).map((name) => [name, fieldSchema(filter.fieldRules.get(name))]));
+  const required = requiredOf(filter, fields);
   const schema: JsonSchema = {
     type: 'object',
     properties,

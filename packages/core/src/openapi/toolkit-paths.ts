@@ -49,11 +49,12 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
     'x-min-power': endpoint.minPower,
   };
   if (endpoint.description) op.description = endpoint.description;
+  const fields = { needed: endpoint.neededPayloadFields, optional: endpoint.optionalPayloadFields };
   if (method === 'GET') {
-    op.parameters = queryParameters(filter, endpoint.neededPayloadFields);
+    op.parameters = queryParameters(filter, fields);
     op.description = [endpoint.description, queryNote(filter)].filter(Boolean).join('\n\n');
   } else {
-    op.requestBody = requestBody(filter, endpoint.neededPayloadFields, maxBodyBytes);
+    op.requestBody = requestBody(filter, fields, maxBodyBytes);
     errors.push(PAYLOAD_TOO_LARGE);
   }
   const responses = {

@@ -8,7 +8,9 @@ import type { ApiRange } from './plugin-api.js';
  * 1.4: call.trace, the request's W3C trace context and child spans; call.addAuditDetails and
  * EndpointType.audited, for the audit trail; CheckEnvironment.toolkitFile, for files named relative to the
  * toolkit file;
- * 1.5: call.callerId, the authenticated user, for state never shared between users).
+ * 1.5: call.callerId, the authenticated user, for state never shared between users; GatewayError's
+ * logLevel; EndpointType.describePayload, optional payload fields for the OpenAPI description;
+ * PrepareOptions.page, LIMIT and OFFSET bound per call).
  */
 export const PLUGIN_API = Object.freeze({ major: 1, minor: 5 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;

@@ -123,10 +123,21 @@ export interface EndpointType<Config> {
   /** Optional: what this endpoint's answers look like, for the OpenAPI description. */
   describeResponse?(config: Config): ResponseDescription;
   /**
+   * (1.5) Optional: the payload fields the endpoint reads, for the OpenAPI description: `needed` ones (absent:
+   * 400) and `optional` ones. Without it, every `$payload.<field>` string in the type's keys counts as needed.
+   */
+  describePayload?(config: Config): PayloadFields;
+  /**
    * (1.4) Optional: whether this type's endpoints are recorded in the audit trail when neither the endpoint nor
    * its toolkit says (`audit:`); default false. `exec` says true: a command run is worth a record.
    */
   audited?: boolean;
+}
+
+/** The payload fields an endpoint reads (EndpointType.describePayload). */
+export interface PayloadFields {
+  needed: readonly string[];
+  optional: readonly string[];
 }
 
 /** What plugins may add to the gateway's metrics (PluginApi.metrics); ops/metrics.ts implements it. */

@@ -10,7 +10,7 @@ import type { CompiledEndpoint, CompiledToolkit } from './compiled-toolkit.js';
 import { fromZod, UNKNOWN_KEY, validateStandard, type Issue } from '../config/schema-issues.js';
 import type { ToolkitProblem } from './config-issues.js';
 import type { DatabaseSchema } from '../db/database-schema.js';
-import { compileDbContext } from './db-context-entries.js';
+import { compileDbContext, type DbContextEntry } from './db-context-entries.js';
 import { diagnose } from './toolkit-diagnostics.js';
 import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema } from './toolkit-file-schema.js';
 import { toolkitFileJsonSchema } from './toolkit-json-schema.js';
@@ -200,7 +200,7 @@ async function compileEndpoint(
     auditFields,
     type,
     typeConfig: typeConfig.value,
-    neededPayloadFields: [...new Set([...dbContext.flatMap((entry) => (entry.filter ? [entry.filter.payloadField] : [])), ...payloadReferences(typeKeys)])],
+    ...payloadFieldsOf(type, typeConfig.value, typeKeys, dbContext),
     pluginErrors: [...env.types.declaredErrorCodes()]
       .filter(([, declared]) => declared.plugin === type.plugin)
       .map(([code, declared]) => ({ status: declared.status, code, description: declared.meaning })),
@@ -225,6 +225,19 @@ function compileAuditFields(
       });
   });
   return [...new Set(fields)];
+}
+
+/** The payload fields the endpoint reads: its type says which (API 1.5), else every `$payload.<field>` of its keys is needed. */
+function payloadFieldsOf(
+  type: RegisteredType,
+  config: unknown,
+  typeKeys: unknown,
+  dbContext: readonly DbContextEntry[],
+): Pick<CompiledEndpoint, 'neededPayloadFields' | 'optionalPayloadFields'> {
+  const declared = type.describePayload?.(config);
+  const filters = dbContext.flatMap((entry) => (entry.filter ? [entry.filter.payloadField] : []));
+  const needed = new Set([...filters, ...(declared ? declared.needed : payloadReferences(typeKeys))]);
+  return { neededPayloadFields: [...needed], optionalPayloadFields: [...new Set(declared?.optional ?? [])].filter((field) => !needed.has(field)) };
 }
 
 const PAYLOAD_REFERENCE = /^\$payload\.([A-Za-z_][A-Za-z0-9_]*)$/;

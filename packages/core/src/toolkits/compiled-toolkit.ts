@@ -46,6 +46,8 @@ export interface CompiledEndpoint {
    * OpenAPI marks them required.
    */
   neededPayloadFields: readonly string[];
+  /** Payload fields the endpoint reads when they are there (its type's describePayload): OpenAPI lists them, not required. */
+  optionalPayloadFields: readonly string[];
   /** The error codes the type's plugin declared (api.declareErrors), for OpenAPI. */
   pluginErrors: ReadonlyArray<{ status: number; code: string; description: string }>;
 }
