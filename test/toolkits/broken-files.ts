@@ -308,7 +308,7 @@ BROKEN.push(
         25,
         'endpoints.0.pseudo_querys.0.where.title',
         'GET items/search',
-        '$request.title is not a reference: use $payload.<field>, $context.<field> or $db_context.<key>',
+        '$request.title is not a reference: use $payload.<field>, $context.<field>, $db_context.<key> or $path.<name>',
         null,
       ],
     ],
@@ -317,7 +317,16 @@ BROKEN.push(
   {
     file: 'slash.yaml',
     text: 'name: slash\ntype: app\nendpoints:\n  - path: /items/search\n    method: GET\n    type: internal\n    handler: echo\n',
-    problems: [[4, 11, 'endpoints.0.path', 'GET /items/search', 'must be path segments like "items/search" (no leading or trailing slash)', null]],
+    problems: [
+      [
+        4,
+        11,
+        'endpoints.0.path',
+        'GET /items/search',
+        'must be path segments like "items/search", "hosts/{host}/restart" or "files/*" (no leading or trailing slash)',
+        null,
+      ],
+    ],
     editor: 'rejects',
   },
   {

@@ -2,7 +2,7 @@ import type { JsonSchema } from '../plugins/response-description.js';
 import type { CompiledEndpoint, CompiledToolkit } from '../toolkits/compiled-toolkit.js';
 import { errorResponses, INTERNAL_ERROR, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, successResponse, UNAUTHORIZED, type ErrorCase } from './envelope-schemas.js';
 import { RATE_LIMIT_ERRORS, withRateLimit } from './rate-limit-responses.js';
-import { queryNote, queryParameters, requestBody } from './request-schemas.js';
+import { pathParameters, queryNote, queryParameters, requestBody } from './request-schemas.js';
 
 /** One toolkit's endpoints as OpenAPI path items, each method an operation; `reaches` filters by power. */
 
@@ -25,7 +25,7 @@ export function toolkitPaths(toolkit: CompiledToolkit, options: ToolkitPathOptio
     for (const [method, endpoint] of byMethod) {
       if (options.reaches(endpoint)) item[method.toLowerCase()] = operation(toolkit, endpoint, method, options.maxBodyBytes);
     }
-    if (Object.keys(item).length > 0) paths[`/tk/${toolkit.kind}/${toolkit.name}/${path}`] = item;
+    if (Object.keys(item).length > 0) paths[`/tk/${toolkit.kind}/${toolkit.name}/${path.replace(/\*$/, '{*}')}`] = item;
   }
   return paths;
 }
@@ -49,8 +49,10 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
     'x-min-power': endpoint.minPower,
   };
   if (endpoint.description) op.description = endpoint.description;
+  const inPath = pathParameters(endpoint);
+  if (inPath.length > 0) op.parameters = inPath;
   if (method === 'GET') {
-    op.parameters = queryParameters(filter, endpoint.neededPayloadFields);
+    op.parameters = [...inPath, ...queryParameters(filter, endpoint.neededPayloadFields)];
     op.description = [endpoint.description, queryNote(filter)].filter(Boolean).join('\n\n');
   } else {
     op.requestBody = requestBody(filter, endpoint.neededPayloadFields, maxBodyBytes);

@@ -3,7 +3,8 @@ import type { GatewayContext, GatewayState } from '../http/context.js';
 import { asPayloadObject, readPayloadBody } from '../http/payload-body.js';
 import { parseTextFields } from '../http/payload-parsers.js';
 import type { Stage } from '../http/stage.js';
-import { applyClientFilter } from '../toolkits/client-filter.js';
+import { applyClientFilter, applyPathRules } from '../toolkits/client-filter.js';
+import { decodePathParams } from '../toolkits/path-templates.js';
 import type { EndpointFound, PayloadFiltered } from './pipeline-state.js';
 
 type FilteringState = GatewayState & EndpointFound;
@@ -15,13 +16,14 @@ interface BodyLimits {
 }
 
 /**
- * Step 4: the payload — the query string for GET, the body for POST (read here and no earlier) —
+ * Step 4: a template endpoint's path parameters (path_rules, each failure naming `path.<name>`), then the payload — the query string for GET, the body for POST (read here and no earlier) —
  * filtered by client_filter: fields not allowed are stripped, every other failure is 400 invalid_payload
  * naming each field and rule. The payload is an object without prototype, and prototype key names
  * (`__proto__`, `constructor`, `prototype`) are refused wherever they appear.
  */
 export function payloadFilterStep(server: BodyLimits): Stage<FilteringState, PayloadFiltered> {
   return (ctx, next) => {
+    if (ctx.state.endpoint.template) filterPath(ctx);
     // node:querystring, not Koa's ctx.query (URLSearchParams), which cost a GET endpoint dearly
     // (docs/performance.md, "Reads on the request path").
     if (ctx.method === 'GET') {
@@ -40,6 +42,15 @@ export function payloadFilterStep(server: BodyLimits): Stage<FilteringState, Pay
       return next();
     });
   };
+}
+
+/** A template endpoint's path parameters, decoded and checked (path_rules) before the payload is read. */
+function filterPath(ctx: GatewayContext<FilteringState>): void {
+  const { endpoint, pathMatch } = ctx.state;
+  const { params, problems } = decodePathParams(endpoint.template!, pathMatch ?? { values: [], remainder: '' });
+  if (problems.length === 0) problems.push(...applyPathRules(endpoint.clientFilter, params));
+  if (problems.length > 0) throw invalidPayload(problems);
+  (ctx.state as FilteringState & PayloadFiltered).pathParams = params;
 }
 
 function filterPayload(ctx: GatewayContext<FilteringState>, input: Record<string, unknown>, from: 'text-fields' | 'json'): void {

@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ToolkitRegistry } from '../toolkits/toolkit-registry.js';
+import { routeName } from '../toolkits/route-match.js';
 import { auditCallStep } from './audit-call-step.js';
 import type { AddressedState } from './pipeline-state.js';
 import { toolkitStep } from './step-1-toolkit.js';
@@ -76,14 +77,15 @@ export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly
     .middleware;
 }
 
-/** `tk/<kind>/<toolkit>/<endpoint path>` when the URL names a live endpoint (and the trace's toolkit and endpoint); else the route stays `other`. */
+/** `tk/<kind>/<toolkit>/<endpoint path>` (a template as written) when the URL names a live endpoint (and the trace's toolkit and endpoint); else the route stays `other`. */
 function nameRoute(registry: ToolkitRegistry): Stage<AddressedState> {
   return (ctx, next) => {
     const { kind, toolkit: name, endpointPath } = ctx.state.address;
     const toolkit = registry.snapshot.get(name);
-    if (toolkit && toolkit.kind === kind && toolkit.routes.has(endpointPath)) {
-      ctx.state.route = `tk/${kind}/${name}/${endpointPath}`;
-      if (ctx.state.trace.recording) ctx.state.trace.describe({ 'tkgate.toolkit': name, 'tkgate.endpoint': endpointPath });
+    const path = toolkit && toolkit.kind === kind ? routeName(toolkit, endpointPath) : undefined;
+    if (path !== undefined) {
+      ctx.state.route = `tk/${kind}/${name}/${path}`;
+      if (ctx.state.trace.recording) ctx.state.trace.describe({ 'tkgate.toolkit': name, 'tkgate.endpoint': path });
     }
     return next();
   };

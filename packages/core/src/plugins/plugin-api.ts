@@ -156,6 +156,8 @@ export interface CheckEnvironment {
   dbContextKeys: ReadonlySet<string>;
   /** The payload fields that can reach the endpoint (client_filter.allowed_fields), or undefined for any. */
   payloadFields: ReadonlySet<string> | undefined;
+  /** (1.5) The endpoint path's parameters (`{name}` segments, `*` for a wildcard's rest): what `$path.<name>` may name. */
+  pathParams: ReadonlySet<string>;
   /** (1.4) The toolkit file's absolute path: files an endpoint names (certificates) are relative to its directory. */
   toolkitFile: string;
 }
