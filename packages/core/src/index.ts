@@ -56,6 +56,7 @@ export type {
   EndpointType,
   EndpointCall,
   EndpointIdentity,
+  IncomingRequest,
   CheckEnvironment,
   WarnEnvironment,
   ConfigIssue,

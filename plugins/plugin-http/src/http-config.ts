@@ -14,7 +14,13 @@ export const httpConfigSchema = z.strictObject({
     .strictObject({
       url: z
         .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
-        .describe('The upstream the request context is POSTed to (http or https).'),
+        .describe('The upstream the request context is POSTed to, or (forward: request) the base the request is forwarded to (http or https).'),
+      forward: z
+        .enum(['context', 'request'])
+        .default('context')
+        .describe(
+          "context (default): the request context is POSTed as JSON. request: the client's own request is forwarded (method, the rest of a wildcard path, query, filtered body, headers without credentials) and the upstream's answer comes back as it is.",
+        ),
       timeout: durationMs.default(10_000).describe("How long to wait for the upstream's headers, and each silence in its body (default 10s)."),
       passthrough: z.boolean().default(false).describe("true: stream the upstream's 2xx answer to the client as it is (downloads), without the envelope."),
       idempotent: z

@@ -30,6 +30,9 @@ export function toolkitPaths(toolkit: CompiledToolkit, options: ToolkitPathOptio
   return paths;
 }
 
+/** Methods whose payload is the query string (a DELETE's may also be a body; its query is shown). */
+const QUERY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
+
 function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method: string, maxBodyBytes: number): JsonSchema {
   const described = endpoint.type.describeResponse?.(endpoint.typeConfig) ?? {};
   const filter = endpoint.clientFilter;
@@ -51,7 +54,7 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
   if (endpoint.description) op.description = endpoint.description;
   const inPath = pathParameters(endpoint);
   if (inPath.length > 0) op.parameters = inPath;
-  if (method === 'GET') {
+  if (QUERY_METHODS.has(method)) {
     op.parameters = [...inPath, ...queryParameters(filter, endpoint.neededPayloadFields)];
     op.description = [endpoint.description, queryNote(filter)].filter(Boolean).join('\n\n');
   } else {

@@ -2,8 +2,9 @@ import type { Database } from '../db/connect.js';
 import { clientAddress } from '../http/client-address.js';
 import type { GatewayContext, GatewayState } from '../http/context.js';
 import { scopedLogger, type Logger } from '../log.js';
-import type { EndpointCall, EndpointIdentity, RequestContext, TraceContext } from '../plugins/plugin-api.js';
+import type { EndpointCall, EndpointIdentity, IncomingRequest, RequestContext, TraceContext } from '../plugins/plugin-api.js';
 import { forwardableHeaders } from './forwarded-headers.js';
+import { incomingRequest } from './incoming-request.js';
 import type { AuditDetailsCollected, ContextMade, EndpointFound } from './pipeline-state.js';
 
 /** The state step 9 runs on: the endpoint, and the request context after overwrite_wrapping. */
@@ -74,6 +75,10 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
 
   get headers(): Record<string, string> {
     return (this.madeHeaders ??= forwardableHeaders(this.ctx.request.headers));
+  }
+
+  get incoming(): IncomingRequest {
+    return incomingRequest(this.ctx, this.services.trustProxy);
   }
 
   get signal(): AbortSignal {

@@ -29,6 +29,10 @@ export interface PayloadFiltered {
   payload: Record<string, unknown>;
   /** A template endpoint's path parameters, decoded and checked by path_rules (`path_params` of the context). */
   pathParams?: Record<string, unknown>;
+  /** A form body as received (a type that forwards the request sends it so); a JSON body is re-serialised from the payload. */
+  formText?: string;
+  /** Whether the request had a body (the payload came from it). */
+  bodyRead?: boolean;
 }
 /** Step 5. */
 export interface DbContextRead {

@@ -8,7 +8,9 @@ import type { ApiRange } from './plugin-api.js';
  * 1.4: call.trace, the request's W3C trace context and child spans; call.addAuditDetails and
  * EndpointType.audited, for the audit trail; CheckEnvironment.toolkitFile, for files named relative to the
  * toolkit file;
- * 1.5: path templates: CheckEnvironment.pathParams and `path_params` in a template endpoint's request context).
+ * 1.5: path templates: CheckEnvironment.pathParams and `path_params` in a template endpoint's request context;
+ * call.incoming, the client's request as received, EndpointType.methods and StreamedResponse headers sent several
+ * times, for a type that forwards the request itself).
  */
 export const PLUGIN_API = Object.freeze({ major: 1, minor: 5 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;

@@ -120,6 +120,11 @@ export interface EndpointType<Config> {
    * and its last in-flight request has finished. Release what was kept for `endpoint.key`. Once per version.
    */
   onRetire?(endpoint: EndpointIdentity): void | Promise<void>;
+  /**
+   * (1.5) Optional: the methods an endpoint of this type may list in `method`, by its config; default GET and POST.
+   * A type that forwards the request itself (plugin-http's `forward: request`) takes more.
+   */
+  methods?(config: Config): readonly string[];
   /** Optional: what this endpoint's answers look like, for the OpenAPI description. */
   describeResponse?(config: Config): ResponseDescription;
   /**
@@ -190,11 +195,30 @@ export interface EndpointCall<Config> {
    * request data, a secret or a header value: the audit trail keeps only what is meant to be kept.
    */
   addAuditDetails(details: Record<string, unknown>): void;
+  /** (1.5) The client's request as received, for a type that forwards it (made on first read). */
+  incoming: IncomingRequest;
   /**
    * API 1.4: the request's W3C trace. Start a child span for each call the endpoint makes and give the
    * callee its `traceparent` and `tracestate` (docs/plugins.md, "Traces").
    */
   trace: TraceContext;
+}
+
+/** (1.5) What a type that forwards the client's request needs of it beyond the request context. */
+export interface IncomingRequest {
+  /** A wildcard endpoint's rest of the path as received (percent-encoded; checked to hold no `.` or `..` segment), else ''. */
+  pathRest: string;
+  /** The query string as received, byte for byte, without the `?` ('' when none). */
+  query: string;
+  /** The body after client_filter: JSON re-serialised from the filtered payload, a form as received; undefined when none was sent. */
+  body: { contentType: string; bytes: Buffer } | undefined;
+  /**
+   * The client's headers minus the credentials (Authorization, Cookie, Proxy-Authorization), hop-by-hop ones (also those
+   * Connection names), Host, Content-Length, trace headers, X-Forwarded-* and Tkgate-*; repeated ones joined.
+   */
+  headers: Record<string, string>;
+  /** X-Forwarded-For (the chain a trusted proxy sent, then the peer), -Proto and -Host as the upstream should hear them. */
+  forwarded: { for: string; proto: string; host: string };
 }
 
 export interface EndpointIdentity {
@@ -237,7 +261,8 @@ export class StreamedResponse {
   constructor(
     /** A stream Koa pipes to the client, or a writer for zero-copy bodies. */
     readonly body: Readable | BodyWriter,
-    readonly headers: Record<string, string> = {},
+    /** (1.5: a list for a header sent several times, Set-Cookie.) */
+    readonly headers: Record<string, string | string[]> = {},
     readonly status = 200,
   ) {}
 

@@ -222,6 +222,7 @@ async function compileEndpoint(
     toolkitFile: path.resolve(file),
   };
   for (const issue of runCheck(type, typeConfig.value, checkEnv, config.path, env)) issues.push({ path: [...at, ...issue.path], message: issue.message });
+  checkMethods(config, type, typeConfig.value, issues, at);
   const auditFields = compileAuditFields(config.audit_fields, clientFilter.allowedFields, issues, [...at, 'audit_fields']);
   if (issues.length > before) return undefined;
   const audit = config.audit ?? toolkitAudit ?? type.audited ?? false;
@@ -280,6 +281,21 @@ function payloadReferences(value: unknown, depth = 0): string[] {
   if (typeof value === 'string') return PAYLOAD_REFERENCE.exec(value)?.slice(1, 2) ?? [];
   if (value === null || typeof value !== 'object' || depth > 16) return [];
   return Object.values(value).flatMap((inner) => payloadReferences(inner, depth + 1));
+}
+
+const PLAIN_METHODS: readonly string[] = ['GET', 'POST'];
+
+/** Each listed method is one the endpoint's type takes with this config (EndpointType.methods; GET and POST by default). */
+function checkMethods(config: EndpointCoreConfig, type: RegisteredType, typeConfig: unknown, issues: Issue[], at: Array<string | number>): void {
+  const takes = type.methods?.(typeConfig) ?? PLAIN_METHODS;
+  const listed = [config.method].flat();
+  for (const method of listed) {
+    if (!takes.includes(method))
+      issues.push({
+        path: [...at, 'method', ...(Array.isArray(config.method) ? [listed.indexOf(method)] : [])],
+        message: `${method} is not a method this ${type.type} endpoint takes (${takes.join(', ')})`,
+      });
+  }
 }
 
 /** A plugin's check that throws (a bug of the plugin) refuses this endpoint's file only; the cause is logged. */

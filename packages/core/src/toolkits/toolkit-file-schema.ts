@@ -54,7 +54,9 @@ const clientFilter = z.strictObject({
 });
 export type ClientFilterConfig = z.infer<typeof clientFilter>;
 
-const method = z.enum(['GET', 'POST']);
+/** Every method an endpoint may list; its type says which it takes (EndpointType.methods: GET and POST unless it says more). */
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const method = z.enum(HTTP_METHODS);
 
 export const endpointCoreSchema = z.strictObject({
   path: z
