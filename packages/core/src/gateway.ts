@@ -12,6 +12,7 @@ import { describeDatabaseError } from './db/database-errors.js';
 import { migrateToLatest } from './db/migrate.js';
 import { openPreparedReads } from './db/prepared-reads.js';
 import { createListener } from './http/listener.js';
+import { serveUpgrades } from './http/upgrade.js';
 import type { Logger } from './log.js';
 import { answerPrimaryScrapes } from './ops/cluster-metrics.js';
 import type { ReadinessState } from './ops/health.js';
@@ -201,7 +202,9 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
       rateLimitCounters,
       tracing,
     });
-    const listener = await createListener(app.callback(), config.server.tls, log);
+    const handler = app.callback();
+    const listener = await createListener(handler, config.server.tls, log);
+    serveUpgrades(listener.server, handler);
     cleanups.push(() => listener.close());
     const server = listener.server;
     await listen(server, config.server.host, config.server.port);

@@ -1,5 +1,6 @@
 import type { Database } from '../db/connect.js';
 import { clientAddress } from '../http/client-address.js';
+import { upgradeOf } from '../http/upgrade.js';
 import type { GatewayContext, GatewayState } from '../http/context.js';
 import { scopedLogger, type Logger } from '../log.js';
 import type { EndpointCall, EndpointIdentity, IncomingRequest, RequestContext, TraceContext } from '../plugins/plugin-api.js';
@@ -79,6 +80,11 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
 
   get incoming(): IncomingRequest {
     return incomingRequest(this.ctx, this.services.trustProxy);
+  }
+
+  get upgrade(): EndpointCall<unknown>['upgrade'] {
+    const connection = upgradeOf(this.ctx.req);
+    return connection && { request: this.ctx.req, ...connection };
   }
 
   get signal(): AbortSignal {

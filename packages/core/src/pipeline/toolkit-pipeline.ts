@@ -24,6 +24,7 @@ import { groupStep } from './step-6-group.js';
 import { contextStep } from './step-7-context.js';
 import { wrappingStep } from './step-8-wrapping.js';
 import { executeStep } from './step-9-execute.js';
+import { OpenSockets } from './open-sockets.js';
 
 export interface PipelineServices {
   config: ServerConfig;
@@ -47,7 +48,8 @@ export interface PipelineServices {
  * the ones whose state it reads.
  */
 export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly GatewayMiddleware[] {
-  const execute = { db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy, metrics: s.metrics };
+  const sockets = new OpenSockets(s.config.websocket.max_per_user);
+  const execute = { db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy, metrics: s.metrics, sockets };
   const audit = { trail: s.audit, required: s.config.audit.required, trustProxy: s.config.server.trust_proxy };
   const rateLimits = {
     counters: s.rateLimitCounters,

@@ -6,7 +6,8 @@
  * addition bumps the minor, an incompatible change the major. A plugin writes the range it was built
  * for as a literal in its own code (`apiVersion: '^1.1'`), so a host outside it refuses it at boot.
  */
-import type { Readable, Writable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex, Readable, Writable } from 'node:stream';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
@@ -198,6 +199,12 @@ export interface EndpointCall<Config> {
   /** (1.5) The client's request as received, for a type that forwards it (made on first read). */
   incoming: IncomingRequest;
   /**
+   * (1.5) A WebSocket upgrade's connection (a GET with `Upgrade: websocket`), else undefined. Steps 1-8 have
+   * passed; a type that completes the handshake on `socket` returns UPGRADED. Answering anything else (or
+   * throwing) refuses the upgrade with that ordinary HTTP answer.
+   */
+  upgrade: { request: IncomingMessage; socket: Duplex; head: Buffer } | undefined;
+  /**
    * API 1.4: the request's W3C trace. Start a child span for each call the endpoint makes and give the
    * callee its `traceparent` and `tracestate` (docs/plugins.md, "Traces").
    */
@@ -295,3 +302,6 @@ export function reply(data: unknown, options: ReplyOptions = {}): EnvelopedReply
 }
 
 export const isReply = (value: unknown): value is EnvelopedReply => hasMark(value, REPLY);
+
+/** (1.5) What execute returns once it completed a WebSocket handshake on `call.upgrade.socket`: the connection is its own now. */
+export const UPGRADED: unique symbol = Symbol.for('tkgate.Upgraded');
