@@ -1,11 +1,13 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { WebSocket, WebSocketServer } from 'ws';
 import { dialects } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { call } from '../support/http.js';
 import { withGateway } from '../support/suite.js';
-import { toolkitDir } from '../support/toolkit-files.js';
+import { pluginsWithTestFunctions, toolkitDir } from '../support/toolkit-files.js';
 
 /**
  * `websocket: true`: real `ws` clients through the gateway to a real `ws` upstream on loopback. The upgrade goes
@@ -46,7 +48,18 @@ async function startEchoService() {
 }
 
 const echo = await startEchoService();
-after(() => echo.close());
+/** An endless download: a chunk every 100 ms until the connection ends. */
+const feed = http.createServer((_req, res) => {
+  res.writeHead(200, { 'content-type': 'text/plain' });
+  const timer = setInterval(() => res.write('tick\n'), 100);
+  res.on('close', () => clearInterval(timer));
+});
+await new Promise<void>((resolve) => feed.listen(0, '127.0.0.1', resolve));
+after(async () => {
+  await echo.close();
+  feed.closeAllConnections();
+  feed.close();
+});
 
 const socketEndpoint = (path: string, extra: Record<string, unknown> = {}) => ({
   path,
@@ -63,6 +76,12 @@ const dashboard = {
     socketEndpoint('live', { client_filter: { allowed_fields: ['room'], field_rules: { room: { type: 'string', pattern: '^[a-z]+$' } } } }),
     socketEndpoint('admin', { permissions: { min_power: 50 } }),
     socketEndpoint('quiet', { idle_timeout: '1s' }),
+    {
+      path: 'feed',
+      method: 'GET',
+      type: 'http',
+      upstream: { url: `http://127.0.0.1:${(feed.address() as AddressInfo).port}/feed`, forward: 'request', timeout: '5s' },
+    },
   ],
 };
 
@@ -190,6 +209,42 @@ for (const dialect of dialects) {
       expect(line.bytes).to.be.greaterThan(0);
       expect(line.bytes_received).to.be.greaterThan(0);
       expect(line.duration_ms).to.be.greaterThan(500);
+    });
+  });
+}
+
+for (const dialect of dialects) {
+  describe(`a credential's end ends its streams, on every instance (${dialect.name})`, function () {
+    this.timeout(60_000);
+    const toolkits = toolkitDir({ 'dash.yaml': dashboard });
+    const s = withGateway(dialect, [{ username: 'bo' }], {}, { toolkitsDir: toolkits });
+    let other: GatewayProcess;
+    before(async () => {
+      other = await startGateway({ config: { db: s.bed.dbConfig, toolkits: { dir: toolkits, watch: false }, plugins: pluginsWithTestFunctions } });
+    });
+    after(() => other?.stop());
+
+    it('a logout on one instance closes a WebSocket (4401 session_ended) and cuts a download held on the other', async () => {
+      const token = await s.login('bo');
+      const socket = new WebSocket(`${other.base.replace(/^http/, 'ws')}/tk/app/dash/live`, { headers: { authorization: `Bearer ${token}` } });
+      const closed = new Promise<[number, string]>((resolve) => socket.once('close', (code, reason) => resolve([code, reason.toString()])));
+      await new Promise((resolve, reject) => (socket.once('open', resolve), socket.once('error', reject)));
+      const download = await fetch(`${other.base}/tk/app/dash/feed`, { headers: { authorization: `Bearer ${token}` } });
+      expect(download.status).to.equal(200);
+      const reader = download.body!.getReader();
+      await reader.read();
+      const cut = (async () => {
+        try {
+          for (;;) if ((await reader.read()).done) return 'ended';
+        } catch {
+          return 'cut';
+        }
+      })();
+      expect((await call('POST', `${s.gateway.base}/auth/logout`, { token })).status).to.equal(200);
+      expect(await closed).to.deep.equal([4401, 'session_ended']);
+      expect(await cut).to.be.oneOf(['cut', 'ended']);
+      // The upstream side of the socket was closed too.
+      await eventually('the upstream socket closed', () => echo.closes.some(([code]) => code === 4401));
     });
   });
 }

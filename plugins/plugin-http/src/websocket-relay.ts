@@ -118,6 +118,8 @@ export class WebSocketRelay {
       server.handleUpgrade(upgrade.request, upgrade.socket, upgrade.head, resolve);
     });
     this.watch(near, far, idleMs, () => span.end());
+    // The session or key this socket was opened with ended (anywhere): both sides close with 4401.
+    upgrade.onCredentialEnd(() => closeWith(near, 4401, 'session_ended'));
     return UPGRADED;
   }
 

@@ -3,7 +3,7 @@ import { clientAddress } from '../http/client-address.js';
 import { upgradeOf } from '../http/upgrade.js';
 import type { GatewayContext, GatewayState } from '../http/context.js';
 import { scopedLogger, type Logger } from '../log.js';
-import type { EndpointCall, EndpointIdentity, IncomingRequest, RequestContext, TraceContext } from '../plugins/plugin-api.js';
+import type { EndpointCall, EndpointIdentity, IncomingRequest, RequestContext, TraceContext, UpgradeCall } from '../plugins/plugin-api.js';
 import { forwardableHeaders } from './forwarded-headers.js';
 import { incomingRequest } from './incoming-request.js';
 import type { AuditDetailsCollected, ContextMade, EndpointFound } from './pipeline-state.js';
@@ -82,9 +82,10 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
     return incomingRequest(this.ctx, this.services.trustProxy);
   }
 
-  get upgrade(): EndpointCall<unknown>['upgrade'] {
+  get upgrade(): UpgradeCall | undefined {
     const connection = upgradeOf(this.ctx.req);
-    return connection && { request: this.ctx.req, ...connection };
+    const state = this.ctx.state as ExecutingState & { credentialEnd?: () => void };
+    return connection && { request: this.ctx.req, ...connection, onCredentialEnd: (close) => (state.credentialEnd = close) };
   }
 
   get signal(): AbortSignal {

@@ -25,6 +25,7 @@ import { contextStep } from './step-7-context.js';
 import { wrappingStep } from './step-8-wrapping.js';
 import { executeStep } from './step-9-execute.js';
 import { OpenSockets } from './open-sockets.js';
+import { StreamEnds } from './stream-ends.js';
 
 export interface PipelineServices {
   config: ServerConfig;
@@ -49,7 +50,8 @@ export interface PipelineServices {
  */
 export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly GatewayMiddleware[] {
   const sockets = new OpenSockets(s.config.websocket.max_per_user);
-  const execute = { db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy, metrics: s.metrics, sockets };
+  const streamEnds = new StreamEnds(s, Math.min(Math.max(s.config.sessions.cache_ttl_ms, 100), 1000), s.log);
+  const execute = { db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy, metrics: s.metrics, sockets, streamEnds };
   const audit = { trail: s.audit, required: s.config.audit.required, trustProxy: s.config.server.trust_proxy };
   const rateLimits = {
     counters: s.rateLimitCounters,

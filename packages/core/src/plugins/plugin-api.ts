@@ -203,12 +203,24 @@ export interface EndpointCall<Config> {
    * passed; a type that completes the handshake on `socket` returns UPGRADED. Answering anything else (or
    * throwing) refuses the upgrade with that ordinary HTTP answer.
    */
-  upgrade: { request: IncomingMessage; socket: Duplex; head: Buffer } | undefined;
+  upgrade: UpgradeCall | undefined;
   /**
    * API 1.4: the request's W3C trace. Start a child span for each call the endpoint makes and give the
    * callee its `traceparent` and `tracestate` (docs/plugins.md, "Traces").
    */
   trace: TraceContext;
+}
+
+/** (1.5) A WebSocket upgrade handed to the endpoint type (call.upgrade). */
+export interface UpgradeCall {
+  request: IncomingMessage;
+  socket: Duplex;
+  head: Buffer;
+  /**
+   * How to end the socket when the session or key it was opened with ends (logout anywhere, revocation, expiry):
+   * close it with 4401 `session_ended`. Without it, the socket is destroyed.
+   */
+  onCredentialEnd(close: () => void): void;
 }
 
 /** (1.5) What a type that forwards the client's request needs of it beyond the request context. */
