@@ -5,7 +5,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { dialects } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
-import { call } from '../support/http.js';
+import { apiKeyClient, call } from '../support/http.js';
 import { withGateway } from '../support/suite.js';
 import { pluginsWithTestFunctions, toolkitDir } from '../support/toolkit-files.js';
 
@@ -245,6 +245,26 @@ for (const dialect of dialects) {
       expect(await cut).to.be.oneOf(['cut', 'ended']);
       // The upstream side of the socket was closed too.
       await eventually('the upstream socket closed', () => echo.closes.some(([code]) => code === 4401));
+    });
+
+    it('revoking an API key on one instance cuts a download it holds on the other', async () => {
+      const session = await s.login('bo');
+      const created = await apiKeyClient(s.gateway.base).create(session, { name: 'feed reader' });
+      expect(created.status).to.equal(201);
+      const { key, id } = created.body.data as { key: string; id: string };
+      const download = await fetch(`${other.base}/tk/app/dash/feed`, { headers: { authorization: `Bearer ${key}` } });
+      expect(download.status).to.equal(200);
+      const reader = download.body!.getReader();
+      await reader.read();
+      const cut = (async () => {
+        try {
+          for (;;) if ((await reader.read()).done) return 'ended';
+        } catch {
+          return 'cut';
+        }
+      })();
+      expect((await apiKeyClient(s.gateway.base).revoke(session, id)).status).to.equal(200);
+      expect(await cut).to.be.oneOf(['cut', 'ended']);
     });
   });
 }
