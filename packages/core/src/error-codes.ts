@@ -58,6 +58,7 @@ export const CORE_ERROR_CODES = {
     meaning:
       "Too many failed logins for this username and client address, too many OIDC sign-ins started from one client address (60 per 10 minutes), or an endpoint's rate_limit is used up for this window (`RateLimit-Policy` names it); `Retry-After` says when to try again.",
   },
+  too_many_sockets: { status: 429, meaning: 'The user has websocket.max_per_user WebSockets open on this instance already.' },
   internal_error: { status: 500, meaning: 'Anything unexpected; the cause is logged with the request id, never shown.' },
   db_context_failed: { status: 500, meaning: 'inject_db_context could not read the database.' },
   unavailable: {

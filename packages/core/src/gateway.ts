@@ -12,6 +12,7 @@ import { describeDatabaseError } from './db/database-errors.js';
 import { migrateToLatest } from './db/migrate.js';
 import { openPreparedReads } from './db/prepared-reads.js';
 import { createListener } from './http/listener.js';
+import { serveUpgrades } from './http/upgrade.js';
 import type { Logger } from './log.js';
 import { answerPrimaryScrapes } from './ops/cluster-metrics.js';
 import { reportRefusedWrites } from './ops/database-probe.js';
@@ -233,6 +234,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
       tracing,
     });
     handle = app.callback();
+    serveUpgrades(server, handle);
     if (!listeningEarly) await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));
     checkpoint();

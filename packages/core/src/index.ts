@@ -49,7 +49,7 @@ export type { ApiKeyAsked, ApiKeyRequest } from './api-keys/api-key-request.js';
 // The plugin API (docs/plugins.md): the same surface the built-in endpoint types use.
 // A plugin states its API range as a literal of its own (docs/plugins.md, "Compatibility"); the host's
 // version is not exported, so that no plugin can claim whatever version its host happens to have.
-export { StreamedResponse, reply } from './plugins/plugin-api.js';
+export { StreamedResponse, reply, UPGRADED } from './plugins/plugin-api.js';
 export type {
   ApiRange,
   PluginMigrations,
@@ -61,6 +61,7 @@ export type {
   EndpointType,
   EndpointCall,
   EndpointIdentity,
+  IncomingRequest,
   CheckEnvironment,
   WarnEnvironment,
   ConfigIssue,

@@ -8,7 +8,21 @@ const UPSTREAM_ERROR = {
 };
 
 /** For the OpenAPI description: JSON mode answers in the envelope; passthrough answers with the upstream's own bytes. */
+const UPSTREAM_TIMEOUT = { status: 504, code: 'upstream_timeout', description: 'the upstream did not answer within upstream.timeout.' };
+
 export function describeHttpResponse(config: HttpConfig): ResponseDescription {
+  if (config.upstream.forward === 'request') {
+    return {
+      raw: {
+        description: "The upstream's answer as it is: its status (a 404 or 409 of the upstream included), headers and body; no envelope.",
+        content: { '*/*': { schema: { description: "The upstream's body; the media type is its Content-Type." } } },
+      },
+      errors: [
+        { ...UPSTREAM_ERROR, description: 'the upstream could not be reached or answered malformed HTTP; details.reason says which.' },
+        UPSTREAM_TIMEOUT,
+      ],
+    };
+  }
   if (!config.upstream.passthrough) return { data: { description: "The upstream's JSON answer." }, errors: [UPSTREAM_ERROR] };
   return {
     raw: {

@@ -13,8 +13,14 @@ export const httpConfigSchema = z.strictObject({
   upstream: z
     .strictObject({
       url: z
-        .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
-        .describe('The upstream the request context is POSTed to (http or https).'),
+        .url({ protocol: /^(https?|wss?)$/, error: 'must be an http://, https://, ws:// or wss:// URL' })
+        .describe('The upstream the request context is POSTed to, or (forward: request) the base the request is forwarded to (http or https).'),
+      forward: z
+        .enum(['context', 'request'])
+        .default('context')
+        .describe(
+          "context (default): the request context is POSTed as JSON. request: the client's own request is forwarded (method, the rest of a wildcard path, query, filtered body, headers without credentials) and the upstream's answer comes back as it is.",
+        ),
       timeout: durationMs.default(10_000).describe("How long to wait for the upstream's headers, and each silence in its body (default 10s)."),
       passthrough: z.boolean().default(false).describe("true: stream the upstream's 2xx answer to the client as it is (downloads), without the envelope."),
       idempotent: z
@@ -40,6 +46,19 @@ export const httpConfigSchema = z.strictObject({
       tls: upstreamTlsSchema.optional(),
     })
     .describe('Where and how to call the upstream.'),
+  websocket: z
+    .boolean()
+    .default(false)
+    .describe('true: a WebSocket endpoint (method GET, upstream.url ws:// or wss://): the upgrade is relayed to the upstream, frames both ways.'),
+  max_message_bytes: z
+    .number()
+    .int()
+    .min(1)
+    .default(1024 * 1024)
+    .describe('WebSocket: the largest message either side may send (default 1 MiB); a larger one closes the socket with 1009.'),
+  idle_timeout: durationMs
+    .default(300_000)
+    .describe('WebSocket: a socket without a message either way this long is closed with 1001 (default 5m); pings go every 30 s.'),
   max_concurrency: z
     .number()
     .int()

@@ -1,5 +1,7 @@
-import { EndpointGates, z, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { EndpointGates, z, type ConfigIssue, type EndpointType, type TkgatePlugin } from '@tkgate/core';
 import { describeHttpResponse } from './describe-response.js';
+import { FORWARD_METHODS, RequestForwarder, urlParams } from './forward-request.js';
+import { WebSocketRelay } from './websocket-relay.js';
 import { gotTransport } from './got-transport.js';
 import { httpConfigSchema, type HttpConfig } from './http-config.js';
 import { proxy, type Upstreams } from './proxy.js';
@@ -24,6 +26,8 @@ export type { UpstreamTransport, UpstreamRequest, UpstreamResponse } from './ups
 /** The error codes this type answers with besides core's (docs/errors.md is generated from them). */
 export const ERROR_CODES = {
   upstream_error: { status: 502, meaning: 'The upstream failed, timed out, or answered non-2xx or (without passthrough) non-JSON; `details` has its status.' },
+  upgrade_required: { status: 426, meaning: 'A WebSocket endpoint (`websocket: true`) was called without `Upgrade: websocket`.' },
+  upstream_timeout: { status: 504, meaning: 'A forwarded request (`upstream.forward: request`) got no answer within `upstream.timeout`.' },
 } as const;
 
 const plugin: TkgatePlugin = {
@@ -37,7 +41,11 @@ const plugin: TkgatePlugin = {
     // reader (fewer copies and a flat memory bound: docs/performance.md) unless told otherwise.
     const passthrough = options.http_passthrough === 'transport' ? transport : readerTransport();
     const upstreams: Upstreams = { json: transport, passthrough };
+    const forwarder = new RequestForwarder();
+    const sockets = new WebSocketRelay();
     api.onClose(() => {
+      forwarder.close();
+      sockets.close();
       if (passthrough !== transport) passthrough.close();
       transport.close();
     });
@@ -46,16 +54,41 @@ const plugin: TkgatePlugin = {
       type: 'http',
       configSchema: httpConfigSchema,
       // upstream.tls names files relative to the toolkit file: read and checked here, at load.
-      check: (config, env) => loadUpstreamTls(config.upstream, env.toolkitFile),
+      check: (config, env) => [...loadUpstreamTls(config.upstream, env.toolkitFile), ...forwardProblems(config, env.pathParams)],
+      methods: (config) => (config.websocket ? ['GET'] : config.upstream.forward === 'request' ? FORWARD_METHODS : ['GET', 'POST']),
       execute: async (call) => {
+        // A socket holds no gate place: websocket.max_per_user (core) bounds them.
+        if (call.config.websocket) return sockets.relay(call);
         // The gate's place at once when one is free: the client's AbortSignal is made only to wait in its queue.
         const gate = gates.of(call.endpoint.key, call.config);
-        return proxy(upstreams, call, gate.tryEnter() ?? (await gate.enter(call.signal)));
+        const release = gate.tryEnter() ?? (await gate.enter(call.signal));
+        if (call.config.upstream.forward === 'request') return forwarder.forward(call, release);
+        return proxy(upstreams, call, release);
       },
       describeResponse: describeHttpResponse,
     };
     api.registerEndpointType(httpType);
   },
 };
+
+/** Keys of the context mode that mean nothing to a forwarded request. */
+function forwardProblems(config: HttpConfig, pathParams: ReadonlySet<string>): ConfigIssue[] {
+  const { upstream } = config;
+  const problems: ConfigIssue[] = [];
+  if (upstream.forward === 'request' && upstream.passthrough)
+    problems.push({ path: ['upstream', 'passthrough'], message: 'forward: request always streams the answer as it is; passthrough is for forward: context' });
+  const ws = /^wss?:/.test(upstream.url);
+  if (config.websocket !== ws)
+    problems.push({
+      path: ['upstream', 'url'],
+      message: config.websocket ? 'a WebSocket endpoint needs a ws:// or wss:// URL' : 'ws:// and wss:// are for websocket: true',
+    });
+  for (const name of urlParams(upstream.url)) {
+    if (upstream.forward !== 'request' && !config.websocket)
+      problems.push({ path: ['upstream', 'url'], message: `{${name}} in the URL is for forward: request and websocket: true only` });
+    else if (!pathParams.has(name)) problems.push({ path: ['upstream', 'url'], message: `{${name}} is not a parameter of the endpoint's path` });
+  }
+  return problems;
+}
 
 export default plugin;

@@ -1,7 +1,7 @@
 import { describeDatabaseError } from '../db/database-errors.js';
 import type { Logger } from '../log.js';
 import type { SessionCache } from '../sessions/session-cache.js';
-import type { ApiKeyRead } from './api-key.js';
+import { keyAdmits, type ApiKeyRead } from './api-key.js';
 import type { ApiKeyTable } from './api-key-table.js';
 
 /**
@@ -34,6 +34,12 @@ export class ApiKeyStore {
     const read = await this.table.read(keyHash);
     if (read) this.cache.set(keyHash, read, stamp);
     return read;
+  }
+
+  /** Which of these key hashes are live keys of users let in now, read from the database (not the cache). */
+  async liveOf(keyHashes: readonly string[], now = Date.now()): Promise<Set<string>> {
+    const reads = await Promise.all(keyHashes.map((hash) => this.table.read(hash)));
+    return new Set(keyHashes.filter((_, index) => keyAdmits(reads[index], now)));
   }
 
   /** Counts a request as use; the database hears of it once the stored last use lags by `useLagMs`, not awaited. */

@@ -138,6 +138,16 @@ const declaration = {
       doc: 'when the store cannot answer: deny (503 unavailable with Retry-After) or allow (the call goes on, logged and counted)',
     }),
   },
+  websocket: {
+    max_per_user: integer(
+      20,
+      {
+        doc: 'open WebSockets (endpoints with websocket: true) per user on one instance; one more is 429 too_many_sockets',
+        env: 'TKGATE_WEBSOCKET_MAX_PER_USER',
+      },
+      positive,
+    ),
+  },
   plugins: stringList(DEFAULT_PLUGINS, { doc: 'endpoint-type plugins loaded at boot, in order' }, 'must be a list of module names or paths'),
   plugin_options: objectsByName({ doc: 'settings for plugins, keyed by plugin name (each plugin validates its own)' }),
   log: {

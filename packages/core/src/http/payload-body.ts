@@ -34,7 +34,7 @@ const headerOf = (ctx: GatewayContext, name: 'content-length' | 'transfer-encodi
 /** Content-Length is digits only (Node's HTTP parser refuses anything else); Number() is exact up to 2^53. */
 const declaredLength = (ctx: GatewayContext): number => Number(headerOf(ctx, 'content-length') || 0);
 
-const hasBody = (ctx: GatewayContext): boolean => declaredLength(ctx) > 0 || headerOf(ctx, 'transfer-encoding') !== '';
+export const hasBody = (ctx: GatewayContext): boolean => declaredLength(ctx) > 0 || headerOf(ctx, 'transfer-encoding') !== '';
 
 export interface BodyLimits {
   /** The endpoint's client_filter.max_body_bytes: past it, 400 invalid_payload. */
@@ -50,7 +50,7 @@ export interface BodyLimits {
  * Reads a POST body as JSON or a form, within the limits; nothing is read past them (a Content-Length
  * over the limit is refused before the first byte). Every client mistake is a 4xx naming the field.
  */
-export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): Promise<{ body: unknown; form: boolean }> {
+export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): Promise<{ body: unknown; form: boolean; text?: string }> {
   if (!hasBody(ctx)) return { body: Object.create(null), form: false };
   // The usual header, exactly, needs no parsing (type-is parsed it twice per request).
   const plainJson = headerOf(ctx, 'content-type') === 'application/json' && limits.allowedContentTypes.includes('application/json');
@@ -79,7 +79,7 @@ export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): 
     throw unreadBody(ctx, clientMistake(err) ?? internalError(err));
   }
   const form = matched === 'application/x-www-form-urlencoded';
-  return { body: form ? parseTextFields(text) : parseJsonText(text), form };
+  return { body: form ? parseTextFields(text) : parseJsonText(text), form, text };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { PayloadFields } from '../plugins/plugin-api.js';
 import type { JsonSchema } from '../plugins/response-description.js';
+import type { CompiledEndpoint } from '../toolkits/compiled-toolkit.js';
 import type { CompiledClientFilter, CompiledFieldRule } from '../toolkits/client-filter.js';
 
 /**
@@ -42,6 +43,20 @@ export function queryParameters(filter: CompiledClientFilter, fields: PayloadFie
     in: 'query',
     required: required.includes(name),
     schema: fieldSchema(filter.fieldRules.get(name)),
+  }));
+}
+
+/** A template endpoint's path parameters (`{name}`, and `{*}` for a wildcard's rest), with their path_rules. */
+export function pathParameters(endpoint: CompiledEndpoint): JsonSchema[] {
+  return (endpoint.template?.params ?? []).map((name) => ({
+    name,
+    in: 'path',
+    required: true,
+    description: name === '*' ? 'The rest of the path: any depth, possibly empty.' : 'One path segment of A-Z a-z 0-9 . _ ~ - (percent-decoded).',
+    schema: {
+      ...(name === '*' ? { type: 'string' } : { type: 'string', pattern: '^[A-Za-z0-9._~-]+$' }),
+      ...fieldSchema(endpoint.clientFilter.pathRules.get(name)),
+    },
   }));
 }
 

@@ -2,7 +2,7 @@ import type { JsonSchema } from '../plugins/response-description.js';
 import type { CompiledEndpoint, CompiledToolkit } from '../toolkits/compiled-toolkit.js';
 import { errorResponses, INTERNAL_ERROR, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, successResponse, UNAUTHORIZED, type ErrorCase } from './envelope-schemas.js';
 import { RATE_LIMIT_ERRORS, withRateLimit } from './rate-limit-responses.js';
-import { queryNote, queryParameters, requestBody } from './request-schemas.js';
+import { pathParameters, queryNote, queryParameters, requestBody } from './request-schemas.js';
 
 /** One toolkit's endpoints as OpenAPI path items, each method an operation; `reaches` filters by power. */
 
@@ -25,10 +25,13 @@ export function toolkitPaths(toolkit: CompiledToolkit, options: ToolkitPathOptio
     for (const [method, endpoint] of byMethod) {
       if (options.reaches(endpoint)) item[method.toLowerCase()] = operation(toolkit, endpoint, method, options.maxBodyBytes);
     }
-    if (Object.keys(item).length > 0) paths[`/tk/${toolkit.kind}/${toolkit.name}/${path}`] = item;
+    if (Object.keys(item).length > 0) paths[`/tk/${toolkit.kind}/${toolkit.name}/${path.replace(/\*$/, '{*}')}`] = item;
   }
   return paths;
 }
+
+/** Methods whose payload is the query string (a DELETE's may also be a body; its query is shown). */
+const QUERY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
 
 function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method: string, maxBodyBytes: number): JsonSchema {
   const described = endpoint.type.describeResponse?.(endpoint.typeConfig) ?? {};
@@ -50,8 +53,10 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
   };
   if (endpoint.description) op.description = endpoint.description;
   const fields = { needed: endpoint.neededPayloadFields, optional: endpoint.optionalPayloadFields };
-  if (method === 'GET') {
-    op.parameters = queryParameters(filter, fields);
+  const inPath = pathParameters(endpoint);
+  if (inPath.length > 0) op.parameters = inPath;
+  if (QUERY_METHODS.has(method)) {
+    op.parameters = [...inPath, ...queryParameters(filter, fields)];
     op.description = [endpoint.description, queryNote(filter)].filter(Boolean).join('\n\n');
   } else {
     op.requestBody = requestBody(filter, fields, maxBodyBytes);

@@ -25,6 +25,8 @@ export interface FinishedRequest {
   status: number;
   seconds: number;
   bytes: number;
+  /** A connection taken over: what the client sent over it (the access line's `bytes_received`). */
+  bytesReceived?: number;
   requestId: string | undefined;
   userId: number | undefined;
   /** The request's trace: its id goes in the access line, its server span ends here. */
@@ -46,8 +48,9 @@ export function requestRecorder({ log, access, metrics, trustProxy }: RequestLog
  * The access line's fields (SPEC: method, path, route, status, duration_ms, bytes, request_id, trace_id, client, and
  * user_id once known), written as JSON by hand: one line per request (log.ts, JsonMembers).
  */
-function accessMembers({ req, path, route, status, seconds, bytes, requestId, userId, trace }: FinishedRequest, client: string): string {
+function accessMembers({ req, path, route, status, seconds, bytes, bytesReceived, requestId, userId, trace }: FinishedRequest, client: string): string {
   let text = `"method":${jsonString(req.method ?? '')},"path":${jsonString(path)},"route":${jsonString(route)},"status":${status},"duration_ms":${milliseconds(seconds)},"bytes":${bytes}`;
+  if (bytesReceived !== undefined) text += `,"bytes_received":${bytesReceived}`;
   if (requestId !== undefined) text += `,"request_id":${jsonString(requestId)}`;
   // 32 hex digits: nothing to escape.
   if (trace !== undefined) text += `,"trace_id":"${trace.traceId}"`;
@@ -97,9 +100,11 @@ export function watchRequest(ctx: GatewayContext, record: RequestRecorder): void
       path: ctx.path,
       route: routeOf(ctx),
       // A response cut before it was complete is logged with its status as sent, like nginx's 499 cases.
-      status: ctx.res.headersSent ? ctx.res.statusCode : 499,
+      // A connection taken over (a WebSocket) is logged when it closes, as the 101 it was answered with.
+      status: ctx.res.headersSent ? ctx.res.statusCode : ctx.state.upgraded ? 101 : 499,
       seconds: Number(process.hrtime.bigint() - started) / 1e9,
       bytes: bytesSent(ctx, socketBytesAtStart),
+      ...(ctx.state.upgraded ? { bytesReceived: ctx.req.socket?.bytesRead ?? 0 } : {}),
       requestId: ctx.state.requestId,
       userId: ctx.state.caller?.id,
       trace: ctx.state.trace,

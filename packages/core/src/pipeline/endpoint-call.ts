@@ -1,9 +1,11 @@
 import type { Database } from '../db/connect.js';
 import { clientAddress } from '../http/client-address.js';
+import { upgradeOf } from '../http/upgrade.js';
 import type { GatewayContext, GatewayState } from '../http/context.js';
 import { scopedLogger, type Logger } from '../log.js';
-import type { EndpointCall, EndpointIdentity, RequestContext, TraceContext } from '../plugins/plugin-api.js';
+import type { EndpointCall, EndpointIdentity, IncomingRequest, RequestContext, TraceContext, UpgradeCall } from '../plugins/plugin-api.js';
 import { forwardableHeaders } from './forwarded-headers.js';
+import { incomingRequest } from './incoming-request.js';
 import type { AuditDetailsCollected, ContextMade, EndpointFound } from './pipeline-state.js';
 
 /** The state step 9 runs on: the endpoint, and the request context after overwrite_wrapping. */
@@ -77,6 +79,16 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
 
   get headers(): Record<string, string> {
     return (this.madeHeaders ??= forwardableHeaders(this.ctx.request.headers));
+  }
+
+  get incoming(): IncomingRequest {
+    return incomingRequest(this.ctx, this.services.trustProxy);
+  }
+
+  get upgrade(): UpgradeCall | undefined {
+    const connection = upgradeOf(this.ctx.req);
+    const state = this.ctx.state as ExecutingState & { credentialEnd?: () => void };
+    return connection && { request: this.ctx.req, ...connection, onCredentialEnd: (close) => (state.credentialEnd = close) };
   }
 
   get signal(): AbortSignal {

@@ -1,6 +1,7 @@
 import type { GatewayState } from '../http/context.js';
 import type { RequestContext } from '../plugins/plugin-api.js';
 import type { CompiledEndpoint, CompiledToolkit } from '../toolkits/compiled-toolkit.js';
+import type { PathMatch } from '../toolkits/path-templates.js';
 
 /**
  * A toolkit request's state, stage by stage (toolkit-pipeline.ts): each stage's type is what the stages
@@ -20,10 +21,18 @@ export interface EndpointFound {
   endpoint: CompiledEndpoint;
   /** Ends the request's count on its endpoint version (step 2); called once its answer is out. */
   leaveEndpoint?: () => void;
+  /** A template endpoint's parameters and remainder as received (percent-encoded). */
+  pathMatch?: PathMatch;
 }
 /** Step 4. */
 export interface PayloadFiltered {
   payload: Record<string, unknown>;
+  /** A template endpoint's path parameters, decoded and checked by path_rules (`path_params` of the context). */
+  pathParams?: Record<string, unknown>;
+  /** A form body as received (a type that forwards the request sends it so); a JSON body is re-serialised from the payload. */
+  formText?: string;
+  /** Whether the request had a body (the payload came from it). */
+  bodyRead?: boolean;
 }
 /** Step 5. */
 export interface DbContextRead {

@@ -3,7 +3,7 @@ import type { GatewayContext } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
 import { headersProblem } from '../header-rules.js';
 import type { Logger } from '../log.js';
-import { isReply, StreamedResponse } from '../plugins/plugin-api.js';
+import { isReply, StreamedResponse, UPGRADED } from '../plugins/plugin-api.js';
 import type { ExecutingState } from './endpoint-call.js';
 
 /**
@@ -12,6 +12,12 @@ import type { ExecutingState } from './endpoint-call.js';
  */
 export function sendAnswer(ctx: GatewayContext<ExecutingState>, result: unknown, log: Logger): void | Promise<void> {
   if (result instanceof StreamedResponse) return sendStream(ctx, result, log);
+  if (result === UPGRADED) {
+    // The plugin answered the handshake on the socket itself: Koa writes nothing more.
+    ctx.respond = false;
+    ctx.state.upgraded = true;
+    return;
+  }
   if (isReply(result)) return sendReply(ctx, result.status, result.headers, result.data);
   sendData(ctx, result ?? null);
 }

@@ -3,25 +3,27 @@ import { methodNotAllowed, notFound } from '../errors.js';
 import type { GatewayContext } from '../http/context.js';
 import type { Stage } from '../http/stage.js';
 import type { EndpointLifetimes } from '../toolkits/endpoint-lifetimes.js';
+import { matchRoute } from '../toolkits/route-match.js';
 import type { AddressedState, EndpointFound, ToolkitFound } from './pipeline-state.js';
 
 type RoutedState = AddressedState & ToolkitFound & EndpointFound;
 
 /**
  * Step 2: the path after the toolkit name names an endpoint (else 404 endpoint_not_found) that takes this
- * method (else 405). The request counts as in flight on that endpoint version until its answer is out
+ * method (else 405): an exact path, else a template (route-match.ts), whose parameters as received step 4 decodes. The request counts as in flight on that endpoint version until its answer is out
  * (leaveEndpoint, once the steps after this one are over, whichever way), so a plugin hears of the
  * version's retirement (onRetire) only after its last request.
  */
 export function routeStep(lifetimes: EndpointLifetimes): Stage<AddressedState & ToolkitFound, EndpointFound> {
   return (ctx, next) => {
     const { toolkit, address } = ctx.state;
-    const byMethod = toolkit.routes.get(address.endpointPath);
-    if (!byMethod) throw notFound('endpoint_not_found', `toolkit ${toolkit.name} has no endpoint ${address.endpointPath || '(empty path)'}`);
-    const endpoint = byMethod.get(ctx.method);
-    if (!endpoint) throw methodNotAllowed([...byMethod.keys()]);
+    const match = matchRoute(toolkit, address.endpointPath, ctx.method);
+    if (!match) throw notFound('endpoint_not_found', `toolkit ${toolkit.name} has no endpoint ${address.endpointPath || '(empty path)'}`);
+    if ('allowed' in match) throw methodNotAllowed([...match.allowed]);
     const state = ctx.state as RoutedState;
-    state.endpoint = endpoint;
+    state.endpoint = match.endpoint;
+    if (match.path) state.pathMatch = match.path;
+    const endpoint = match.endpoint;
     state.leaveEndpoint = lifetimes.enter(endpoint);
     const leave = () => leaveEndpoint(ctx as GatewayContext<RoutedState>);
     return next().then(leave, (err: unknown) => {

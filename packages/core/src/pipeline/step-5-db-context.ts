@@ -32,8 +32,8 @@ export function dbContextStep(db: Database, reads: PreparedReads): Stage<Authent
     (ctx.state as typeof ctx.state & DbContextRead).dbContext = dbContext;
     if (entries.length === 0) return next();
     const callerId = ctx.state.caller.id;
-    const payload = ctx.state.payload;
-    const params = entries.map((entry) => [entry.filter ? filterValue(entry, payload) : callerId]);
+    const { payload, pathParams } = ctx.state;
+    const params = entries.map((entry) => [entry.filter ? filterValue(entry, entry.filter.source === 'path' ? pathParams! : payload) : callerId]);
     const failed = (err: unknown) => new GatewayError(500, 'db_context_failed', 'the database context could not be fetched', { cause: err });
     let reads;
     try {
@@ -76,10 +76,11 @@ function prepareEntry(db: Database, reads: PreparedReads, entry: DbContextEntry)
   return reads.prepare((param) => db(entry.table).where(entry.ownerColumn!, param(0)).first(entry.column), { cached: true });
 }
 
-/** The payload value a filtered entry compares, as the filter column's type: absent, not a scalar or not convertible is 400. */
-function filterValue(entry: DbContextEntry, payload: Record<string, unknown>): unknown {
-  const { payloadField: field, type } = entry.filter!;
-  const value = payload[field];
+/** The payload (or path parameter) value a filtered entry compares, as the filter column's type: absent, not a scalar or not convertible is 400. */
+function filterValue(entry: DbContextEntry, values: Record<string, unknown>): unknown {
+  const { type, source } = entry.filter!;
+  const field = source === 'path' ? `path.${entry.filter!.payloadField}` : entry.filter!.payloadField;
+  const value = values[entry.filter!.payloadField];
   if (value === undefined) throw invalidPayload([{ field, rule: 'required', message: `${field} is needed to look up ${entry.key}` }]);
   if (value !== null && typeof value === 'object') {
     throw invalidPayload([{ field, rule: 'type', message: `${field} must be a single value to look up ${entry.key}` }]);

@@ -2,11 +2,23 @@ import type { Stage } from '../http/stage.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import { GatewayEndpointCall, type EndpointCallServices, type ExecutingState } from './endpoint-call.js';
 import { sendAnswer } from './send-answer.js';
+import type { Duplex } from 'node:stream';
+import type { Authenticated, AuthenticatedState } from '../auth/authenticate.js';
+import type { GatewayContext } from '../http/context.js';
+import { StreamedResponse } from '../plugins/plugin-api.js';
+import type { StreamCredential, StreamEnds } from './stream-ends.js';
+import { upgradeOf } from '../http/upgrade.js';
+import { UPGRADED } from '../plugins/plugin-api.js';
+import type { OpenSockets } from './open-sockets.js';
 import { undeclaredCodeNotes } from './undeclared-codes.js';
 
 export interface ExecuteServices extends EndpointCallServices {
   /** tkgate_upstream_duration_seconds: how long each endpoint's type took to answer. */
   metrics: GatewayMetrics;
+  /** WebSockets open per user (websocket.max_per_user). */
+  sockets: OpenSockets;
+  /** The streams to end with their credential. */
+  streamEnds: StreamEnds;
 }
 
 /**
@@ -19,6 +31,8 @@ export function executeStep(s: ExecuteServices): Stage<ExecutingState> {
     const endpoint = ctx.state.endpoint;
     const type = endpoint.type;
     const started = performance.now();
+    const upgrade = upgradeOf(ctx.req);
+    const settle = upgrade && s.sockets.reserve((ctx.state as ExecutingState & AuthenticatedState).caller.id);
     let result: unknown;
     try {
       result = await type.execute(new GatewayEndpointCall(ctx, s));
@@ -26,8 +40,24 @@ export function executeStep(s: ExecuteServices): Stage<ExecutingState> {
       noteUndeclared(type, thrown);
       throw thrown;
     } finally {
+      settle?.(result === UPGRADED ? upgrade!.socket : undefined);
       s.metrics.upstream(endpoint.toolkit, endpoint.path, (performance.now() - started) / 1000);
     }
     await sendAnswer(ctx, result, s.log);
+    watchStream(ctx, result, upgrade?.socket, s.streamEnds);
   };
+}
+
+/** A WebSocket taken over, or a download still being sent, ends with the credential it was opened with (stream-ends.ts). */
+function watchStream(ctx: GatewayContext<ExecutingState>, result: unknown, socket: Duplex | undefined, streamEnds: StreamEnds): void {
+  const state = ctx.state as ExecutingState & Partial<Authenticated> & { credentialEnd?: () => void };
+  const credential: StreamCredential | undefined = state.session
+    ? { kind: 'session', hash: state.session.tokenHash }
+    : state.apiKey
+      ? { kind: 'api_key', hash: state.apiKey.keyHash }
+      : undefined;
+  if (!credential) return;
+  if (result === UPGRADED && socket && !socket.destroyed) streamEnds.watch(credential, state.credentialEnd ?? (() => socket.destroy()), socket);
+  else if (result instanceof StreamedResponse && !ctx.res.writableFinished && !ctx.res.destroyed)
+    streamEnds.watch(credential, () => ctx.res.destroy(), ctx.res);
 }

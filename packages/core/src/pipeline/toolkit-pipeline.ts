@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ToolkitRegistry } from '../toolkits/toolkit-registry.js';
+import { routeName } from '../toolkits/route-match.js';
 import { auditCallStep } from './audit-call-step.js';
 import type { AddressedState } from './pipeline-state.js';
 import { toolkitStep } from './step-1-toolkit.js';
@@ -23,6 +24,8 @@ import { groupStep } from './step-6-group.js';
 import { contextStep } from './step-7-context.js';
 import { wrappingStep } from './step-8-wrapping.js';
 import { executeStep } from './step-9-execute.js';
+import { OpenSockets } from './open-sockets.js';
+import { StreamEnds } from './stream-ends.js';
 
 export interface PipelineServices {
   config: ServerConfig;
@@ -46,7 +49,9 @@ export interface PipelineServices {
  * the ones whose state it reads.
  */
 export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly GatewayMiddleware[] {
-  const execute = { db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy, metrics: s.metrics };
+  const sockets = new OpenSockets(s.config.websocket.max_per_user);
+  const streamEnds = new StreamEnds(s, Math.min(Math.max(s.config.sessions.cache_ttl_ms, 100), 1000), s.log);
+  const execute = { db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy, metrics: s.metrics, sockets, streamEnds };
   const audit = { trail: s.audit, required: s.config.audit.required, trustProxy: s.config.server.trust_proxy };
   const rateLimits = {
     counters: s.rateLimitCounters,
@@ -76,14 +81,15 @@ export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly
     .middleware;
 }
 
-/** `tk/<kind>/<toolkit>/<endpoint path>` when the URL names a live endpoint (and the trace's toolkit and endpoint); else the route stays `other`. */
+/** `tk/<kind>/<toolkit>/<endpoint path>` (a template as written) when the URL names a live endpoint (and the trace's toolkit and endpoint); else the route stays `other`. */
 function nameRoute(registry: ToolkitRegistry): Stage<AddressedState> {
   return (ctx, next) => {
     const { kind, toolkit: name, endpointPath } = ctx.state.address;
     const toolkit = registry.snapshot.get(name);
-    if (toolkit && toolkit.kind === kind && toolkit.routes.has(endpointPath)) {
-      ctx.state.route = `tk/${kind}/${name}/${endpointPath}`;
-      if (ctx.state.trace.recording) ctx.state.trace.describe({ 'tkgate.toolkit': name, 'tkgate.endpoint': endpointPath });
+    const path = toolkit && toolkit.kind === kind ? routeName(toolkit, endpointPath) : undefined;
+    if (path !== undefined) {
+      ctx.state.route = `tk/${kind}/${name}/${path}`;
+      if (ctx.state.trace.recording) ctx.state.trace.describe({ 'tkgate.toolkit': name, 'tkgate.endpoint': path });
     }
     return next();
   };

@@ -10,7 +10,10 @@ import type { ApiRange } from './plugin-api.js';
  * toolkit file;
  * 1.5: call.callerId, the authenticated user, for state never shared between users; GatewayError's
  * logLevel; EndpointType.describePayload, optional payload fields for the OpenAPI description;
- * PrepareOptions.page, LIMIT and OFFSET bound per call).
+ * PrepareOptions.page, LIMIT and OFFSET bound per call; path templates: CheckEnvironment.pathParams and
+ * `path_params` in a template endpoint's request context; call.incoming, the client's request as received,
+ * EndpointType.methods and StreamedResponse headers sent several times, for a type that forwards the request
+ * itself).
  */
 export const PLUGIN_API = Object.freeze({ major: 1, minor: 5 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;

@@ -6,7 +6,8 @@
  * addition bumps the minor, an incompatible change the major. A plugin writes the range it was built
  * for as a literal in its own code (`apiVersion: '^1.1'`), so a host outside it refuses it at boot.
  */
-import type { Readable, Writable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex, Readable, Writable } from 'node:stream';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { Database } from '../db/connect.js';
 import type { PreparedRead, PreparedReads } from '../db/prepared-reads.js';
@@ -120,6 +121,11 @@ export interface EndpointType<Config> {
    * and its last in-flight request has finished. Release what was kept for `endpoint.key`. Once per version.
    */
   onRetire?(endpoint: EndpointIdentity): void | Promise<void>;
+  /**
+   * (1.5) Optional: the methods an endpoint of this type may list in `method`, by its config; default GET and POST.
+   * A type that forwards the request itself (plugin-http's `forward: request`) takes more.
+   */
+  methods?(config: Config): readonly string[];
   /** Optional: what this endpoint's answers look like, for the OpenAPI description. */
   describeResponse?(config: Config): ResponseDescription;
   /**
@@ -167,6 +173,8 @@ export interface CheckEnvironment {
   dbContextKeys: ReadonlySet<string>;
   /** The payload fields that can reach the endpoint (client_filter.allowed_fields), or undefined for any. */
   payloadFields: ReadonlySet<string> | undefined;
+  /** (1.5) The endpoint path's parameters (`{name}` segments, `*` for a wildcard's rest): what `$path.<name>` may name. */
+  pathParams: ReadonlySet<string>;
   /** (1.4) The toolkit file's absolute path: files an endpoint names (certificates) are relative to its directory. */
   toolkitFile: string;
 }
@@ -205,11 +213,48 @@ export interface EndpointCall<Config> {
    * request data, a secret or a header value: the audit trail keeps only what is meant to be kept.
    */
   addAuditDetails(details: Record<string, unknown>): void;
+  /** (1.5) The client's request as received, for a type that forwards it (made on first read). */
+  incoming: IncomingRequest;
+  /**
+   * (1.5) A WebSocket upgrade's connection (a GET with `Upgrade: websocket`), else undefined. Steps 1-8 have
+   * passed; a type that completes the handshake on `socket` returns UPGRADED. Answering anything else (or
+   * throwing) refuses the upgrade with that ordinary HTTP answer.
+   */
+  upgrade: UpgradeCall | undefined;
   /**
    * API 1.4: the request's W3C trace. Start a child span for each call the endpoint makes and give the
    * callee its `traceparent` and `tracestate` (docs/plugins.md, "Traces").
    */
   trace: TraceContext;
+}
+
+/** (1.5) A WebSocket upgrade handed to the endpoint type (call.upgrade). */
+export interface UpgradeCall {
+  request: IncomingMessage;
+  socket: Duplex;
+  head: Buffer;
+  /**
+   * How to end the socket when the session or key it was opened with ends (logout anywhere, revocation, expiry):
+   * close it with 4401 `session_ended`. Without it, the socket is destroyed.
+   */
+  onCredentialEnd(close: () => void): void;
+}
+
+/** (1.5) What a type that forwards the client's request needs of it beyond the request context. */
+export interface IncomingRequest {
+  /** A wildcard endpoint's rest of the path as received (percent-encoded; checked to hold no `.` or `..` segment), else ''. */
+  pathRest: string;
+  /** The query string as received, byte for byte, without the `?` ('' when none). */
+  query: string;
+  /** The body after client_filter: JSON re-serialised from the filtered payload, a form as received; undefined when none was sent. */
+  body: { contentType: string; bytes: Buffer } | undefined;
+  /**
+   * The client's headers minus the credentials (Authorization, Cookie, Proxy-Authorization), hop-by-hop ones (also those
+   * Connection names), Host, Content-Length, trace headers, X-Forwarded-* and Tkgate-*; repeated ones joined.
+   */
+  headers: Record<string, string>;
+  /** X-Forwarded-For (the chain a trusted proxy sent, then the peer), -Proto and -Host as the upstream should hear them. */
+  forwarded: { for: string; proto: string; host: string };
 }
 
 export interface EndpointIdentity {
@@ -252,7 +297,8 @@ export class StreamedResponse {
   constructor(
     /** A stream Koa pipes to the client, or a writer for zero-copy bodies. */
     readonly body: Readable | BodyWriter,
-    readonly headers: Record<string, string> = {},
+    /** (1.5: a list for a header sent several times, Set-Cookie.) */
+    readonly headers: Record<string, string | string[]> = {},
     readonly status = 200,
   ) {}
 
@@ -285,3 +331,6 @@ export function reply(data: unknown, options: ReplyOptions = {}): EnvelopedReply
 }
 
 export const isReply = (value: unknown): value is EnvelopedReply => hasMark(value, REPLY);
+
+/** (1.5) What execute returns once it completed a WebSocket handshake on `call.upgrade.socket`: the connection is its own now. */
+export const UPGRADED: unique symbol = Symbol.for('tkgate.Upgraded');

@@ -52,6 +52,11 @@ export class SessionStore {
     return read.session.expiresAt > now ? read : undefined;
   }
 
+  /** Which of these token hashes are live sessions now, read from the database (not the cache). */
+  liveOf(tokenHashes: readonly string[], now = Date.now()): Promise<Set<string>> {
+    return this.table.liveOf(tokenHashes, now);
+  }
+
   /**
    * Counts a request as use. The database hears of it once the stored last use lags by a tenth of the
    * idle timeout; that write is not awaited, and its failure is logged, never the request's.

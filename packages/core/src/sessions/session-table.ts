@@ -58,6 +58,25 @@ export class SessionTable {
   }
 
   /**
+   * Which of these token hashes are still live sessions of users let in (not disabled, not revoked since), in
+   * one query per 500: the check of the open streams' credentials (stream-ends.ts).
+   */
+  async liveOf(tokenHashes: readonly string[], now: number): Promise<Set<string>> {
+    const live = new Set<string>();
+    for (let start = 0; start < tokenHashes.length; start += DELETE_CHUNK) {
+      const rows = await this.db('sessions')
+        .join('users', 'users.id', 'sessions.user_id')
+        .whereIn('sessions.token_hash', tokenHashes.slice(start, start + DELETE_CHUNK))
+        .select('sessions.token_hash', 'sessions.created_at', 'sessions.expires_at', 'users.disabled', 'users.sessions_revoked_at');
+      for (const row of rows) {
+        const createdAt = Number(row.created_at);
+        if (!row.disabled && Number(row.sessions_revoked_at) < createdAt && Number(row.expires_at) > now) live.add(String(row.token_hash));
+      }
+    }
+    return live;
+  }
+
+  /**
    * A login, in one transaction that holds the user's row: the user's live sessions beyond the maximum
    * (oldest first, by creation time, then by the per-user sequence the database hands out under that
    * lock) are deleted and the new one inserted. Undefined when the user no longer exists.

@@ -53,6 +53,8 @@ export interface CompiledClientFilter {
   maxBodyBytes?: number;
   allowedContentTypes: readonly string[];
   fieldRules: ReadonlyMap<string, CompiledFieldRule>;
+  /** Rules per path parameter (`path_rules`), checked before the payload's. */
+  pathRules: ReadonlyMap<string, CompiledFieldRule>;
 }
 
 export function compileClientFilter(
@@ -73,12 +75,17 @@ export function compileClientFilter(
     if (allowed && !allowed.has(field)) issues.push({ path: rulePath, message: `${field} has rules but is not in allowed_fields` });
     fieldRules.set(field, compileRule(rule, issues, rulePath, compilePattern));
   }
+  const pathRules = new Map<string, CompiledFieldRule>();
+  for (const [param, rule] of Object.entries(filter.path_rules ?? {})) {
+    pathRules.set(param, compileRule(rule, issues, [...at, 'path_rules', param], compilePattern));
+  }
   return {
     allowedFields: allowed,
     requiredFields: filter.required_fields ?? [],
     maxBodyBytes: filter.max_body_bytes,
     allowedContentTypes: filter.allowed_content_types ?? PARSEABLE_CONTENT_TYPES,
     fieldRules,
+    pathRules,
   };
 }
 
@@ -151,6 +158,21 @@ export function applyClientFilter(
     else payload[field] = checked.value;
   }
   return { payload, problems };
+}
+
+/**
+ * path_rules on the decoded path parameters: the values a rule of type integer, number or boolean converts are
+ * kept converted, and each failure names `path.<name>`.
+ */
+export function applyPathRules(filter: CompiledClientFilter, params: Record<string, unknown>): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  for (const [name, rule] of filter.pathRules) {
+    if (params[name] === undefined) continue;
+    const checked = checkValue(`path.${name}`, params[name], rule, 'text-fields');
+    if ('problem' in checked) problems.push(checked.problem);
+    else params[name] = checked.value;
+  }
+  return problems;
 }
 
 function checkValue(field: string, raw: unknown, rule: CompiledFieldRule, source: PayloadSource): { value: unknown } | { problem: FieldProblem } {

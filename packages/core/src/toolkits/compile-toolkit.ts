@@ -12,10 +12,11 @@ import type { ToolkitProblem } from './config-issues.js';
 import type { DatabaseSchema } from '../db/database-schema.js';
 import { compileDbContext, type DbContextEntry } from './db-context-entries.js';
 import { diagnose } from './toolkit-diagnostics.js';
-import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema } from './toolkit-file-schema.js';
+import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema, type EndpointCoreConfig } from './toolkit-file-schema.js';
 import { toolkitFileJsonSchema } from './toolkit-json-schema.js';
 import { parseSourceFile, type SourceFile } from '../config/source-file.js';
 import { compileWrapping } from './wrapping-rules.js';
+import { parseTemplate, repeatedParam, templatesOverlap, type PathTemplate, type TemplateRoute } from './path-templates.js';
 
 export interface CompileEnvironment {
   schema: DatabaseSchema;
@@ -112,6 +113,7 @@ async function compileDocument(document: unknown, file: string, env: CompileEnvi
     routes.set(endpoint.path, byMethod);
   }
   return {
+    templates: templateRoutes(routes, config.endpoints, issues),
     name: config.name,
     kind: config.type,
     enabled: config.enabled,
@@ -121,6 +123,44 @@ async function compileDocument(document: unknown, file: string, env: CompileEnvi
     file,
     routes,
   };
+}
+
+/**
+ * The template paths in the order step 2 tries them: `{name}` ones before wildcards, longer wildcards first. Two
+ * of one kind that could take the same path with the same method are a config error: which one answers must never
+ * depend on the order of the file.
+ */
+function templateRoutes(routes: Map<string, Map<string, CompiledEndpoint>>, raw: ReadonlyArray<Record<string, unknown>>, issues: Issue[]): TemplateRoute[] {
+  const templates: TemplateRoute[] = [];
+  for (const byMethod of routes.values()) {
+    const template = byMethod.values().next().value?.template;
+    if (!template) continue;
+    for (const earlier of templates) {
+      const shared = [...byMethod.keys()].filter((method) => earlier.byMethod.has(method));
+      if (shared.length === 0 || !templatesOverlap(earlier.template, template)) continue;
+      const [endpoint] = byMethod.values();
+      const [other] = earlier.byMethod.values();
+      issues.push({
+        path: ['endpoints', raw.findIndex((entry) => entry.path === endpoint!.path), 'path'],
+        message: `${shared.join(', ')} ${endpoint!.path} could take the same paths as ${other!.path}`,
+        hint: 'make one of them an exact path, or give them a literal segment that tells them apart',
+      });
+    }
+    templates.push({ template, byMethod });
+  }
+  return templates.sort((a, b) => Number(a.template.wildcard) - Number(b.template.wildcard) || b.template.segments.length - a.template.segments.length);
+}
+
+/** The endpoint's path template, checked: each parameter named once, and path_rules only for its parameters. */
+function compilePathTemplate(config: EndpointCoreConfig, issues: Issue[], at: Array<string | number>): PathTemplate | undefined {
+  const template = parseTemplate(config.path);
+  const repeated = template && repeatedParam(template);
+  if (repeated) issues.push({ path: [...at, 'path'], message: `names the path parameter ${repeated} twice` });
+  for (const param of Object.keys(config.client_filter?.path_rules ?? {})) {
+    if (!template?.params.includes(param))
+      issues.push({ path: [...at, 'client_filter', 'path_rules', param], message: `the path ${config.path} has no parameter ${param}` });
+  }
+  return template;
 }
 
 async function compileEndpoint(
@@ -157,8 +197,10 @@ async function compileEndpoint(
     return undefined;
   }
   const before = issues.length;
+  const template = compilePathTemplate(config, issues, at);
+  const pathParams = new Set(template?.params);
   const clientFilter = compileClientFilter(config.client_filter, issues, [...at, 'client_filter'], env.compilePattern);
-  const dbContext = compileDbContext(config.inject_db_context, env.schema, clientFilter.allowedFields, issues, [...at, 'inject_db_context']);
+  const dbContext = compileDbContext(config.inject_db_context, env.schema, clientFilter.allowedFields, pathParams, issues, [...at, 'inject_db_context']);
   const wrapping = compileWrapping(
     config.overwrite_wrapping,
     dbContext.map((entry) => entry.key),
@@ -176,9 +218,11 @@ async function compileEndpoint(
     contextFields: wrapping.contextFields,
     dbContextKeys: wrapping.dbContextKeys,
     payloadFields: clientFilter.allowedFields,
+    pathParams,
     toolkitFile: path.resolve(file),
   };
   for (const issue of runCheck(type, typeConfig.value, checkEnv, config.path, env)) issues.push({ path: [...at, ...issue.path], message: issue.message });
+  checkMethods(config, type, typeConfig.value, issues, at);
   const auditFields = compileAuditFields(config.audit_fields, clientFilter.allowedFields, issues, [...at, 'audit_fields']);
   if (issues.length > before) return undefined;
   const audit = config.audit ?? toolkitAudit ?? type.audited ?? false;
@@ -189,6 +233,7 @@ async function compileEndpoint(
     toolkit,
     definition,
     path: config.path,
+    ...(template ? { template } : {}),
     methods: Array.isArray(config.method) ? [...new Set(config.method)] : [config.method],
     description: config.description,
     minPower: config.permissions?.min_power ?? 0,
@@ -235,7 +280,7 @@ function payloadFieldsOf(
   dbContext: readonly DbContextEntry[],
 ): Pick<CompiledEndpoint, 'neededPayloadFields' | 'optionalPayloadFields'> {
   const declared = type.describePayload?.(config);
-  const filters = dbContext.flatMap((entry) => (entry.filter ? [entry.filter.payloadField] : []));
+  const filters = dbContext.flatMap((entry) => (entry.filter?.source === 'payload' ? [entry.filter.payloadField] : []));
   const needed = new Set([...filters, ...(declared ? declared.needed : payloadReferences(typeKeys))]);
   return { neededPayloadFields: [...needed], optionalPayloadFields: [...new Set(declared?.optional ?? [])].filter((field) => !needed.has(field)) };
 }
@@ -247,6 +292,21 @@ function payloadReferences(value: unknown, depth = 0): string[] {
   if (typeof value === 'string') return PAYLOAD_REFERENCE.exec(value)?.slice(1, 2) ?? [];
   if (value === null || typeof value !== 'object' || depth > 16) return [];
   return Object.values(value).flatMap((inner) => payloadReferences(inner, depth + 1));
+}
+
+const PLAIN_METHODS: readonly string[] = ['GET', 'POST'];
+
+/** Each listed method is one the endpoint's type takes with this config (EndpointType.methods; GET and POST by default). */
+function checkMethods(config: EndpointCoreConfig, type: RegisteredType, typeConfig: unknown, issues: Issue[], at: Array<string | number>): void {
+  const takes = type.methods?.(typeConfig) ?? PLAIN_METHODS;
+  const listed = [config.method].flat();
+  for (const method of listed) {
+    if (!takes.includes(method))
+      issues.push({
+        path: [...at, 'method', ...(Array.isArray(config.method) ? [listed.indexOf(method)] : [])],
+        message: `${method} is not a method this ${type.type} endpoint takes (${takes.join(', ')})`,
+      });
+  }
 }
 
 /** A plugin's check that throws (a bug of the plugin) refuses this endpoint's file only; the cause is logged. */

@@ -2,6 +2,7 @@ import type { RegisteredType } from '../plugins/endpoint-types.js';
 import type { RateLimitRule } from '../rate-limits/rate-limit-rule.js';
 import type { CompiledClientFilter } from './client-filter.js';
 import type { DbContextEntry } from './db-context-entries.js';
+import type { PathTemplate, TemplateRoute } from './path-templates.js';
 import type { WrappingRule } from './wrapping-rules.js';
 
 /** A validated toolkit, immutable once built: a request holds on to the one it started with. */
@@ -16,8 +17,10 @@ export interface CompiledToolkit {
   nameAt?: { line: number; column: number };
   /** The toolkit's rate_limit: one budget for all its endpoints that have none of their own. */
   rateLimit?: RateLimitRule;
-  /** Endpoints by path, then by method. */
+  /** Endpoints by path (a template's as written), then by method. */
   routes: ReadonlyMap<string, ReadonlyMap<string, CompiledEndpoint>>;
+  /** The template paths, tried in order when no exact path takes a request: `{name}` ones, then wildcards (path-templates.ts). */
+  templates: readonly TemplateRoute[];
 }
 
 export interface CompiledEndpoint {
@@ -25,6 +28,8 @@ export interface CompiledEndpoint {
   /** The endpoint as written (JSON): a reload that leaves it unchanged keeps this very object live. */
   definition: string;
   path: string;
+  /** A path with `{name}` segments or a trailing `*`; undefined for an exact path. */
+  template?: PathTemplate;
   methods: readonly string[];
   description?: string;
   minPower: number;

@@ -6,6 +6,7 @@ import { unreadable, type DatabaseSchema } from '../db/database-schema.js';
  * inject_db_context entries, parsed and checked against the live schema at load:
  *   <table>.<column>                                   the caller's row (users by id, other tables by user_id)
  *   <table>.<column>?<filter_column>=$payload.<field>  every matching row's value, as an array
+ *   <table>.<column>?<filter_column>=$path.<name>      the same, by a path parameter (path-templates.ts)
  * either optionally followed by ` as <key>`.
  */
 export interface DbContextEntry {
@@ -15,16 +16,18 @@ export interface DbContextEntry {
   /** The column that identifies the caller's row (simple form). */
   ownerColumn?: 'id' | 'user_id';
   /** The payload value is converted to the filter column's type before it is bound (see column-types.ts). */
-  filter?: { column: string; payloadField: string; type: ColumnType };
+  /** `payloadField` is the path parameter's name when the source is `path`. */
+  filter?: { column: string; payloadField: string; type: ColumnType; source: 'payload' | 'path' };
 }
 
 const NAME = '[A-Za-z_][A-Za-z0-9_]*';
-export const ENTRY = new RegExp(`^(${NAME})\\.(${NAME})(?:\\?(${NAME})=\\$payload\\.(${NAME}))?(?:\\s+as\\s+(${NAME}))?$`);
+export const ENTRY = new RegExp(`^(${NAME})\\.(${NAME})(?:\\?(${NAME})=\\$(payload|path)\\.(${NAME}|\\*))?(?:\\s+as\\s+(${NAME}))?$`);
 
 export function compileDbContext(
   entries: string[] | undefined,
   schema: DatabaseSchema,
   payloadFields: ReadonlySet<string> | undefined,
+  pathParams: ReadonlySet<string>,
   issues: ConfigIssue[],
   at: Array<string | number>,
 ): DbContextEntry[] {
@@ -34,19 +37,26 @@ export function compileDbContext(
     const path = [...at, index];
     const match = ENTRY.exec(source.trim());
     if (!match) {
-      issues.push({ path, message: 'must be "<table>.<column>" or "<table>.<column>?<filter_column>=$payload.<field>", optionally with " as <key>"' });
+      issues.push({
+        path,
+        message: 'must be "<table>.<column>" or "<table>.<column>?<filter_column>=$payload.<field>" (or $path.<name>), optionally with " as <key>"',
+      });
       continue;
     }
-    const [, table, column, filterColumn, payloadField, alias] = match as unknown as [string, string, string, string?, string?, string?];
+    const [, table, column, filterColumn, from, payloadField, alias] = match as unknown as [string, string, string, string?, string?, string?, string?];
+    const origin = from as 'payload' | 'path' | undefined;
     const entry: DbContextEntry = { key: alias ?? column, table, column };
     const problem =
       unreadable(schema, table, column) ??
       (filterColumn ? unreadable(schema, table, filterColumn) : undefined) ??
       (filterColumn ? undefined : ownerProblem(schema, table, entry));
     if (problem) issues.push({ path, message: problem });
-    if (filterColumn && payloadField) {
-      entry.filter = { column: filterColumn, payloadField, type: schema.columnType(table, filterColumn) };
-      if (payloadFields && !payloadFields.has(payloadField)) {
+    if (filterColumn && payloadField && origin) {
+      entry.filter = { column: filterColumn, payloadField, source: origin, type: schema.columnType(table, filterColumn) };
+      if (origin === 'payload' && payloadField === '*') issues.push({ path, message: '$payload.* is not a field: name one' });
+      else if (origin === 'path') {
+        if (!pathParams.has(payloadField)) issues.push({ path, message: `$path.${payloadField} is not a parameter of the endpoint's path` });
+      } else if (payloadFields && !payloadFields.has(payloadField)) {
         issues.push({ path, message: `$payload.${payloadField} is not in client_filter.allowed_fields, so it would always be absent` });
       }
     }

@@ -67,13 +67,19 @@ function shownSegment(segment: string | number): string {
   return text.length > 40 ? `${safe}…` : safe;
 }
 
+/** An endpoint path as written, its template marks kept (`hosts/{host}`, `files/*`), anything else unsafe shown as `/`. */
+function shownPath(path: string): string {
+  const safe = path.slice(0, 40).replace(/[^\w.$@{}*/-]/g, '/');
+  return path.length > 40 ? `${safe}…` : safe;
+}
+
 /** `METHOD path` of the endpoint a path is inside, read from the document as written. */
 function endpointOf(at: ReadonlyArray<string | number>, document: unknown): string | undefined {
   if (at[0] !== 'endpoints' || at.length < 2) return undefined;
   const endpoint = valueAt(document, at.slice(0, 2));
   if (!isRecord(endpoint)) return undefined;
   const methods = [endpoint.method].flat().filter((method): method is string => typeof method === 'string' && /^[A-Za-z]{1,10}$/.test(method));
-  const where = typeof endpoint.path === 'string' ? shownSegment(endpoint.path.slice(0, 80)).replace(/\?/g, '/') : `endpoint ${Number(at[1]) + 1}`;
+  const where = typeof endpoint.path === 'string' ? shownPath(endpoint.path) : `endpoint ${Number(at[1]) + 1}`;
   return methods.length > 0 ? `${methods.join(',')} ${where}` : where;
 }
 

@@ -47,16 +47,27 @@ const clientFilter = z.strictObject({
     .record(fieldName, fieldRule.describe('Rules for this field, checked when it is present.'))
     .optional()
     .describe('Rules per field, keyed by field name.'),
+  path_rules: z
+    .record(z.string().regex(/^(?:[A-Za-z_][A-Za-z0-9_]*|\*)$/, 'must be a path parameter name'), fieldRule.describe("Rules for this path parameter's value."))
+    .optional()
+    .describe('Rules per path parameter ({name} of the path, * for the rest), checked before the payload; a failure names path.<name>.'),
 });
 export type ClientFilterConfig = z.infer<typeof clientFilter>;
 
-const method = z.enum(['GET', 'POST']);
+/** Every method an endpoint may list; its type says which it takes (EndpointType.methods: GET and POST unless it says more). */
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const method = z.enum(HTTP_METHODS);
 
 export const endpointCoreSchema = z.strictObject({
   path: z
     .string()
-    .regex(/^[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*$/, 'must be path segments like "items/search" (no leading or trailing slash)')
-    .describe('The part after {base}/tk/{type}/{name}/: segments of [A-Za-z0-9._~-], no leading or trailing slash.'),
+    .regex(
+      /^(?:\*|(?:[A-Za-z0-9._~-]+|\{[A-Za-z_][A-Za-z0-9_]*\})(?:\/(?:[A-Za-z0-9._~-]+|\{[A-Za-z_][A-Za-z0-9_]*\}))*(?:\/\*)?)$/,
+      'must be path segments like "items/search", "hosts/{host}/restart" or "files/*" (no leading or trailing slash)',
+    )
+    .describe(
+      'The part after {base}/tk/{type}/{name}/: segments of [A-Za-z0-9._~-] or {name} (one segment, a path parameter), optionally ending with /* (the rest of the path); no leading or trailing slash.',
+    ),
   method: z.union([method, z.array(method).min(1)]).describe('GET (payload from the query string), POST (payload from the body), or both as a list.'),
   type: z.string().min(1).describe('The endpoint type: internal, http, exec, or one a loaded plugin registers. Its own keys go beside the core keys.'),
   description: z.string().optional().describe('What the endpoint does, for people; shown in the OpenAPI description.'),

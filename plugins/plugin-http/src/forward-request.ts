@@ -1,0 +1,209 @@
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { GatewayError, StreamedResponse, type ChildSpan, type EndpointCall } from '@tkgate/core';
+import type { HttpConfig } from './http-config.js';
+import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
+
+/**
+ * `upstream.forward: request`: the client's request itself goes to the upstream (its method, the wildcard's rest
+ * of the path, the query string as received, the body after client_filter, its headers minus credentials and
+ * hop-by-hop ones, plus Tkgate-Context, X-Request-Id, traceparent and X-Forwarded-*), and the upstream's answer
+ * comes back as it is, streamed, without the envelope: its 404 is the client's 404. Only no answer (connection
+ * failure, 502), a late one (504 upstream_timeout) or a malformed one (502) is the gateway's.
+ *
+ * Node's own HTTP client, in a module of its own: the answer is streamed to the client with back-pressure
+ * whatever its status, and its parser refuses what RFC 9112 calls malformed (both Content-Length and
+ * Transfer-Encoding, bare line feeds, obsolete folding) before a byte reaches the client.
+ */
+
+/** The methods a forwarding endpoint may list. */
+export const FORWARD_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/** Response headers of one connection only (RFC 9110 7.6.1), never passed on; and the gateway's own request id. */
+const NOT_PASSED_BACK = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authenticate',
+  'x-request-id',
+]);
+/** Request headers the gateway has dealt with itself: the body is already read, so no 100-continue. */
+const NOT_FORWARDED = new Set(['expect', 'content-type']);
+
+/** The parts of an upstream URL a forwarded request is built from, made once per endpoint version. */
+interface Target {
+  secure: boolean;
+  hostname: string;
+  port: number;
+  host: string;
+  /** The URL's path without a trailing slash, the wildcard's rest goes after it. */
+  basePath: string;
+  /** The URL's own query ('' when none), before the client's. */
+  baseQuery: string;
+}
+const targets = new WeakMap<HttpConfig['upstream'], Target>();
+function targetOf(upstream: HttpConfig['upstream']): Target {
+  let target = targets.get(upstream);
+  if (!target) {
+    const url = new URL(upstream.url);
+    const secure = url.protocol === 'https:';
+    target = {
+      secure,
+      hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: url.port === '' ? (secure ? 443 : 80) : Number(url.port),
+      host: url.host,
+      basePath: url.pathname.replace(/\/$/, ''),
+      baseQuery: url.search.slice(1),
+    };
+    targets.set(upstream, target);
+  }
+  return target;
+}
+
+/** A `{name}` of the URL's path, as the URL parser keeps it. */
+const URL_PARAM = /%7B([A-Za-z_][A-Za-z0-9_]*)%7D/g;
+
+/** The `{name}`s of an upstream URL's path: each must be a parameter of the endpoint's path. */
+export function urlParams(url: string): string[] {
+  return [...new URL(url).pathname.matchAll(URL_PARAM)].map((match) => match[1]!);
+}
+
+/**
+ * The path and query the upstream hears: its URL's path with the path parameters put in for its `{name}`s (one
+ * segment of [A-Za-z0-9._~-] each, checked at step 4), the rest as received, its URL's query then the client's
+ * byte for byte.
+ */
+function pathOf(target: Target, params: Record<string, unknown> | undefined, rest: string, query: string): string {
+  const base = params ? target.basePath.replace(URL_PARAM, (_, name: string) => String(params[name])) : target.basePath;
+  const path = rest === '' ? base || '/' : `${base}/${rest}`;
+  const joined = [target.baseQuery, query].filter((part) => part !== '').join('&');
+  return joined === '' ? path : `${path}?${joined}`;
+}
+
+/** The request context without its payload, as base64url JSON: who the caller is, for an upstream that wants to know. */
+export function contextHeader(context: Record<string, unknown>, withPayload: boolean): string {
+  const { payload, ...rest } = context;
+  return Buffer.from(JSON.stringify(withPayload ? { ...rest, payload } : rest)).toString('base64url');
+}
+
+/** The upstream's headers the client gets: all but hop-by-hop ones (and those its Connection names) and X-Request-Id. */
+function headersBack(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+  const named = String(headers.connection ?? '')
+    .split(',')
+    .map((name) => name.trim().toLowerCase());
+  const back: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !NOT_PASSED_BACK.has(name) && !named.includes(name)) back[name] = value;
+  return back;
+}
+
+const upstreamError = (reason: string, cause: unknown) =>
+  new GatewayError(502, 'upstream_error', 'the upstream did not give a usable answer', { details: { reason }, cause });
+const upstreamTimeout = (timeoutMs: number) =>
+  new GatewayError(504, 'upstream_timeout', 'the upstream did not answer in time', { details: { timeout_ms: timeoutMs } });
+
+/** Why a request got no answer: Node's parser codes (HPE_*) mean a malformed one. */
+function failure(err: NodeJS.ErrnoException): GatewayError {
+  return upstreamError(err.code?.startsWith('HPE_') ? 'invalid_response' : 'connection', err);
+}
+
+/** An answer with no body to stream: for HEAD, and the statuses that have none. */
+const bodiless = (method: string, status: number) => method === 'HEAD' || status === 204 || status === 304 || status < 200;
+
+/** Forwards requests over keep-alive connections of its own, one pool per scheme (Node's agents keep TLS credentials apart). */
+export class RequestForwarder {
+  private readonly plain = new http.Agent({ keepAlive: true });
+  private readonly secure = new https.Agent({ keepAlive: true });
+
+  close(): void {
+    this.plain.destroy();
+    this.secure.destroy();
+  }
+
+  /** The upstream's answer as a StreamedResponse; `release` once it is over, whichever way. */
+  forward(call: EndpointCall<HttpConfig>, release: () => void): Promise<StreamedResponse> {
+    const { upstream } = call.config;
+    const target = targetOf(upstream);
+    const incoming = call.incoming;
+    const span = call.trace.startSpan(call.method, {
+      kind: 'client',
+      attributes: { 'http.request.method': call.method, 'server.address': target.hostname, 'server.port': target.port },
+    });
+    const headers = this.headersOf(call, incoming, target, span);
+    const done = once(() => {
+      span.end();
+      release();
+    });
+    return new Promise<StreamedResponse>((resolve, reject) => {
+      const fail = (err: GatewayError) => {
+        span.setAttribute('error.type', err.code);
+        done();
+        reject(err);
+      };
+      const options = {
+        method: call.method,
+        hostname: target.hostname,
+        port: target.port,
+        path: pathOf(target, call.context.path_params as Record<string, unknown> | undefined, incoming.pathRest, incoming.query),
+        headers,
+        ...(target.secure ? { agent: this.secure, ...tlsConnectOptions(tlsOf(upstream), target.hostname) } : { agent: this.plain }),
+      };
+      const request = (target.secure ? https : http).request(options);
+      let answered = false;
+      const stopWatching = call.onClientGone(() => request.destroy(new Error('the client closed the connection')));
+      // A socket silent this long, before the answer's head or within its body, ends the exchange.
+      request.setTimeout(upstream.timeout, () => {
+        if (!answered) fail(upstreamTimeout(upstream.timeout));
+        request.destroy(new Error(`the upstream was silent for ${upstream.timeout} ms`));
+      });
+      request.once('error', (err: NodeJS.ErrnoException) => {
+        stopWatching();
+        if (!answered) fail(failure(err));
+        else done();
+      });
+      request.once('response', (response: IncomingMessage) => {
+        answered = true;
+        const status = response.statusCode ?? 502;
+        span.setAttribute('http.response.status_code', status);
+        response.once('close', () => {
+          stopWatching();
+          done();
+        });
+        if (bodiless(call.method, status)) response.resume();
+        resolve(new StreamedResponse(response, headersBack(response.headers), status));
+      });
+      request.end(incoming.body?.bytes);
+    });
+  }
+
+  private headersOf(call: EndpointCall<HttpConfig>, incoming: EndpointCall<HttpConfig>['incoming'], target: Target, span: ChildSpan) {
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(incoming.headers)) if (!NOT_FORWARDED.has(name)) headers[name] = value;
+    Object.assign(headers, call.config.upstream.headers);
+    headers.host = target.host;
+    headers['tkgate-context'] = contextHeader(call.context, false);
+    headers['x-request-id'] = call.requestId;
+    headers.traceparent = span.traceparent;
+    if (span.tracestate !== undefined) headers.tracestate = span.tracestate;
+    headers['x-forwarded-for'] = incoming.forwarded.for;
+    headers['x-forwarded-proto'] = incoming.forwarded.proto;
+    headers['x-forwarded-host'] = incoming.forwarded.host;
+    if (incoming.body) {
+      headers['content-type'] = incoming.body.contentType;
+      headers['content-length'] = String(incoming.body.bytes.length);
+    }
+    return headers;
+  }
+}
+
+function once(action: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    action();
+  };
+}

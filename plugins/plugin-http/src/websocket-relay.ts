@@ -1,0 +1,151 @@
+import { GatewayError, UPGRADED, type EndpointCall } from '@tkgate/core';
+import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import { contextHeader } from './forward-request.js';
+import type { HttpConfig } from './http-config.js';
+import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
+
+/**
+ * `websocket: true`: the client's upgrade, past authentication and steps 1-8, is relayed to a ws:// or wss://
+ * upstream. The upstream is connected first (with Tkgate-Context, payload included, X-Request-Id, traceparent and
+ * the client's own subprotocols, never the token one: core took it out), then the client's handshake is completed
+ * with the subprotocol the upstream chose. Frames go both ways as they are (text, binary, ping, pong, close code and
+ * reason), with back-pressure: a side whose peer has more than HIGH_WATER bytes queued is not read until it drains.
+ *
+ * The `ws` package speaks the protocol (RFC 6455: framing, masking, fragmentation, UTF-8 checks, the size limit)
+ * on both sides; the gateway only relays.
+ */
+
+/** Bytes queued towards one side past which the other side is no longer read. */
+const HIGH_WATER = 1024 * 1024;
+/** Keep-alive pings to both sides. */
+const PING_EVERY_MS = 30_000;
+
+/** Close codes a peer may send (RFC 6455 7.4): others (1005 no status, 1006 abnormal) close without a code. */
+const sendable = (code: number) => (code >= 1000 && code <= 1014 && ![1004, 1005, 1006].includes(code)) || (code >= 3000 && code <= 4999);
+
+function closeWith(socket: WebSocket, code: number, reason: Buffer | string): void {
+  if (socket.readyState === WebSocket.CLOSED || socket.readyState === WebSocket.CLOSING) return;
+  if (socket.readyState === WebSocket.CONNECTING) return socket.terminate();
+  if (sendable(code)) socket.close(code, reason);
+  else socket.close();
+}
+
+/** One side's messages, pings and pongs to the other, reading paused while the other side's queue is full. */
+function relay(from: WebSocket, to: WebSocket, activity: () => void): void {
+  from.on('message', (data: RawData, isBinary: boolean) => {
+    activity();
+    if (to.readyState !== WebSocket.OPEN) return;
+    to.send(data, { binary: isBinary }, () => {
+      if (to.bufferedAmount < HIGH_WATER && from.isPaused) from.resume();
+    });
+    if (to.bufferedAmount >= HIGH_WATER) from.pause();
+  });
+  from.on('ping', (data: Buffer) => to.readyState === WebSocket.OPEN && to.ping(data));
+  from.on('pong', (data: Buffer) => to.readyState === WebSocket.OPEN && to.pong(data));
+  from.on('close', (code: number, reason: Buffer) => closeWith(to, code, reason));
+  from.on('error', () => closeWith(to, 1011, 'the other side failed'));
+}
+
+/** The upstream URL: a `{name}` of its path is the path parameter of that name (as for forward: request). */
+function upstreamUrl(url: string, params: Record<string, unknown> | undefined): string {
+  return params ? url.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => String(params[name])) : url;
+}
+
+export class WebSocketRelay {
+  private readonly open = new Set<WebSocket>();
+
+  /** The gateway stops: every relayed socket ends. */
+  close(): void {
+    for (const socket of this.open) socket.terminate();
+  }
+
+  async relay(call: EndpointCall<HttpConfig>): Promise<typeof UPGRADED> {
+    const upgrade = call.upgrade;
+    if (!upgrade) throw new GatewayError(426, 'upgrade_required', 'this endpoint is a WebSocket: connect with Upgrade: websocket');
+    const { upstream, max_message_bytes: maxBytes, idle_timeout: idleMs } = call.config;
+    const offered = upgrade.request.headers['sec-websocket-protocol'];
+    const protocols = offered ? offered.split(',').map((protocol) => protocol.trim()) : [];
+    const span = call.trace.startSpan('GET', { kind: 'client', attributes: { 'http.request.method': 'GET', 'url.scheme': new URL(upstream.url).protocol } });
+    const headers: Record<string, string> = {
+      ...upstream.headers,
+      'tkgate-context': contextHeader(call.context, true),
+      'x-request-id': call.requestId,
+      traceparent: span.traceparent,
+    };
+    if (span.tracestate !== undefined) headers.tracestate = span.tracestate;
+    const url = upstreamUrl(upstream.url, call.context.path_params as Record<string, unknown> | undefined);
+    const secure = url.startsWith('wss:');
+    const far = new WebSocket(url, protocols, {
+      headers,
+      maxPayload: maxBytes,
+      autoPong: false,
+      perMessageDeflate: false,
+      handshakeTimeout: upstream.timeout,
+      ...(secure ? tlsConnectOptions(tlsOf(upstream), new URL(url).hostname) : {}),
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        far.once('open', resolve);
+        far.once('error', reject);
+        far.once('unexpected-response', (_req, res) => {
+          res.resume();
+          reject(Object.assign(new Error(`the upstream answered the handshake with ${res.statusCode}`), { status: res.statusCode }));
+        });
+        call.onClientGone(() => reject(new Error('the client closed the connection')));
+      });
+    } catch (err) {
+      far.terminate();
+      span.end(err);
+      const timedOut = /timed out/i.test((err as Error).message);
+      if (timedOut) throw new GatewayError(504, 'upstream_timeout', 'the upstream did not answer in time', { cause: err });
+      throw new GatewayError(502, 'upstream_error', 'the upstream did not take the WebSocket', {
+        details: { reason: 'connection', ...((err as { status?: number }).status ? { upstream_status: (err as { status?: number }).status } : {}) },
+        cause: err,
+      });
+    }
+    far.removeAllListeners('error');
+    const near = await new Promise<WebSocket>((resolve) => {
+      // The client gets the subprotocol the upstream chose (never the token one, which core removed).
+      const chosen = far.protocol;
+      const server = new WebSocketServer({
+        noServer: true,
+        autoPong: false,
+        clientTracking: false,
+        perMessageDeflate: false,
+        maxPayload: maxBytes,
+        handleProtocols: (offers) => (chosen && offers.has(chosen) ? chosen : false),
+      });
+      server.handleUpgrade(upgrade.request, upgrade.socket, upgrade.head, resolve);
+    });
+    this.watch(near, far, idleMs, () => span.end());
+    // The session or key this socket was opened with ended (anywhere): both sides close with 4401.
+    upgrade.onCredentialEnd(() => closeWith(near, 4401, 'session_ended'));
+    return UPGRADED;
+  }
+
+  /** Relays both ways until either side closes; the idle timer and the keep-alive pings. */
+  private watch(near: WebSocket, far: WebSocket, idleMs: number, ended: () => void): void {
+    this.open.add(near);
+    let idle: NodeJS.Timeout;
+    const activity = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => {
+        closeWith(near, 1001, 'idle');
+        closeWith(far, 1001, 'idle');
+      }, idleMs);
+    };
+    activity();
+    const pings = setInterval(() => {
+      if (near.readyState === WebSocket.OPEN) near.ping();
+      if (far.readyState === WebSocket.OPEN) far.ping();
+    }, PING_EVERY_MS);
+    relay(near, far, activity);
+    relay(far, near, activity);
+    near.once('close', () => {
+      this.open.delete(near);
+      clearTimeout(idle);
+      clearInterval(pings);
+      ended();
+    });
+  }
+}

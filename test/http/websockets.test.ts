@@ -1,0 +1,270 @@
+import http, { type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { WebSocket, WebSocketServer } from 'ws';
+import { dialects } from '../support/databases.js';
+import { eventually } from '../support/eventually.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { apiKeyClient, call } from '../support/http.js';
+import { withGateway } from '../support/suite.js';
+import { pluginsWithTestFunctions, toolkitDir } from '../support/toolkit-files.js';
+
+/**
+ * `websocket: true`: real `ws` clients through the gateway to a real `ws` upstream on loopback. The upgrade goes
+ * through authentication and steps 1-8 like any request; frames, pings and close codes are relayed both ways.
+ */
+interface Handshake {
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+async function startEchoService() {
+  const handshakes: Handshake[] = [];
+  const pings: string[] = [];
+  const closes: Array<[number, string]> = [];
+  const server = new WebSocketServer({
+    port: 0,
+    host: '127.0.0.1',
+    maxPayload: 8 * 1024 * 1024,
+    handleProtocols: (offered) => (offered.has('chat') ? 'chat' : false),
+  });
+  server.on('connection', (socket, req) => {
+    handshakes.push({ url: req.url!, headers: req.headers });
+    socket.on('ping', (data) => pings.push(data.toString()));
+    socket.on('close', (code, reason) => closes.push([code, reason.toString()]));
+    socket.on('message', (data, isBinary) => {
+      if (!isBinary && data.toString() === 'close-4000') return socket.close(4000, 'bye');
+      socket.send(data, { binary: isBinary });
+    });
+  });
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  return {
+    handshakes,
+    pings,
+    closes,
+    url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => (server.clients.forEach((client) => client.terminate()), server.close(() => resolve()))),
+  };
+}
+
+const echo = await startEchoService();
+/** An endless download: a chunk every 100 ms until the connection ends. */
+const feed = http.createServer((_req, res) => {
+  res.writeHead(200, { 'content-type': 'text/plain' });
+  const timer = setInterval(() => res.write('tick\n'), 100);
+  res.on('close', () => clearInterval(timer));
+});
+await new Promise<void>((resolve) => feed.listen(0, '127.0.0.1', resolve));
+after(async () => {
+  await echo.close();
+  feed.closeAllConnections();
+  feed.close();
+});
+
+const socketEndpoint = (path: string, extra: Record<string, unknown> = {}) => ({
+  path,
+  method: 'GET',
+  type: 'http',
+  websocket: true,
+  upstream: { url: `${echo.url}/live` },
+  ...extra,
+});
+const dashboard = {
+  name: 'dash',
+  type: 'app',
+  endpoints: [
+    socketEndpoint('live', { client_filter: { allowed_fields: ['room'], field_rules: { room: { type: 'string', pattern: '^[a-z]+$' } } } }),
+    socketEndpoint('admin', { permissions: { min_power: 50 } }),
+    socketEndpoint('quiet', { idle_timeout: '1s' }),
+    {
+      path: 'feed',
+      method: 'GET',
+      type: 'http',
+      upstream: { url: `http://127.0.0.1:${(feed.address() as AddressInfo).port}/feed`, forward: 'request', timeout: '5s' },
+    },
+  ],
+};
+
+interface Opened {
+  socket: WebSocket;
+  messages: Array<{ data: Buffer; isBinary: boolean }>;
+  closed: Promise<[number, string]>;
+}
+
+for (const dialect of dialects) {
+  describe(`http endpoints: WebSockets (${dialect.name})`, function () {
+    this.timeout(60_000);
+    const s = withGateway(
+      dialect,
+      [{ username: 'ana', power: 10 }],
+      { websocket: { max_per_user: 3 } },
+      { toolkitsDir: toolkitDir({ 'dash.yaml': dashboard }) },
+    );
+    let token: string;
+    before(async () => {
+      token = await s.login('ana');
+    });
+    const wsUrl = (path: string) => `${s.gateway.base.replace(/^http/, 'ws')}/tk/app/dash/${path}`;
+
+    /** Opens a socket through the gateway; rejects with the HTTP status of a refused upgrade. */
+    const open = (path: string, options: { protocols?: string[]; headers?: Record<string, string> } = {}): Promise<Opened> =>
+      new Promise((resolve, reject) => {
+        const socket = new WebSocket(wsUrl(path), options.protocols ?? [], { headers: options.headers ?? { authorization: `Bearer ${token}` } });
+        const messages: Opened['messages'] = [];
+        socket.on('message', (data: Buffer, isBinary) => messages.push({ data, isBinary }));
+        const closed = new Promise<[number, string]>((done) => socket.once('close', (code, reason) => done([code, reason.toString()])));
+        socket.once('open', () => resolve({ socket, messages, closed }));
+        socket.once('unexpected-response', (_req, res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          res.on('end', () => reject(Object.assign(new Error(`refused: ${res.statusCode}`), { status: res.statusCode, body })));
+        });
+        socket.once('error', reject);
+      });
+    const refusal = async (promise: Promise<Opened>) => {
+      try {
+        await promise;
+      } catch (err) {
+        const { status, body } = err as { status?: number; body?: string };
+        return { status, code: body ? JSON.parse(body).error?.code : undefined };
+      }
+      throw new Error('the upgrade was accepted');
+    };
+
+    it('relays text and binary both ways; the upstream hears Tkgate-Context (with the filtered query), X-Request-Id and traceparent, never the token', async () => {
+      const { socket, messages } = await open('live?room=ops&junk=1');
+      socket.send('hello');
+      socket.send(Buffer.from([0, 1, 2, 255]));
+      await eventually('both echoes', () => messages.length === 2);
+      expect(messages[0]).to.deep.equal({ data: Buffer.from('hello'), isBinary: false });
+      expect(messages[1]).to.deep.equal({ data: Buffer.from([0, 1, 2, 255]), isBinary: true });
+      const { headers } = echo.handshakes.at(-1)!;
+      const context = JSON.parse(Buffer.from(String(headers['tkgate-context']), 'base64url').toString('utf8'));
+      expect(context).to.include({ username: 'ana', user_id: s.ids.ana });
+      expect(context.payload).to.deep.equal({ room: 'ops' });
+      expect(headers['x-request-id']).to.match(/^[0-9a-f-]{36}$/);
+      expect(headers.traceparent).to.match(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+      expect(headers.authorization).to.equal(undefined);
+      socket.close(1000);
+    });
+
+    it('relays a fragmented message whole, pings and pongs, and close codes with their reasons both ways', async () => {
+      const { socket, messages, closed } = await open('live');
+      socket.send('frag', { fin: false });
+      socket.send('mented', { fin: true });
+      await eventually('the echo', () => messages.length === 1);
+      expect(messages.map((m) => m.data.toString())).to.deep.equal(['fragmented']);
+      const pong = new Promise<string>((resolve) => socket.once('pong', (data) => resolve(data.toString())));
+      socket.ping('are-you-there');
+      expect(await pong).to.equal('are-you-there');
+      expect(echo.pings).to.include('are-you-there');
+      socket.send('close-4000');
+      expect(await closed).to.deep.equal([4000, 'bye']);
+      const second = await open('live');
+      second.socket.close(4321, 'done here');
+      await eventually('the close at the upstream', () => echo.closes.some(([code, reason]) => code === 4321 && reason === 'done here'));
+    });
+
+    it('closes a message over max_message_bytes (default 1 MiB) with 1009', async () => {
+      const { socket, closed } = await open('live');
+      socket.send(Buffer.alloc(2 * 1024 * 1024, 1));
+      const [code] = await closed;
+      expect(code).to.equal(1009);
+    });
+
+    it('takes a browser token as the subprotocol tkgate.bearer.<token>, never forwarding nor echoing it', async () => {
+      const { socket } = await open('live', { protocols: [`tkgate.bearer.${token}`, 'chat'], headers: {} });
+      expect(socket.protocol).to.equal('chat');
+      const { headers } = echo.handshakes.at(-1)!;
+      expect(headers['sec-websocket-protocol']).to.equal('chat');
+      expect(JSON.stringify(headers)).to.not.include(token);
+      socket.close();
+    });
+
+    it('refuses an upgrade with an ordinary HTTP answer: 401, 403, 404, 400', async () => {
+      expect(await refusal(open('live', { headers: {} }))).to.deep.equal({ status: 401, code: 'unauthorized' });
+      expect(await refusal(open('admin'))).to.deep.equal({ status: 403, code: 'forbidden' });
+      expect(await refusal(open('nothing-here'))).to.deep.equal({ status: 404, code: 'endpoint_not_found' });
+      expect(await refusal(open('live?room=NOT%20OK'))).to.deep.equal({ status: 400, code: 'invalid_payload' });
+      const plain = await fetch(`${s.gateway.base}/tk/app/dash/live`, { headers: { authorization: `Bearer ${token}` } });
+      expect(plain.status).to.equal(426);
+    });
+
+    it('allows websocket.max_per_user sockets per user on one instance: one more is 429 too_many_sockets; a closed one frees its place', async () => {
+      const held = await Promise.all([open('live'), open('live'), open('live')]);
+      expect(await refusal(open('live'))).to.deep.equal({ status: 429, code: 'too_many_sockets' });
+      held[0]!.socket.close();
+      await held[0]!.closed;
+      const again = await eventually('a place again', () => open('live').catch(() => undefined));
+      again.socket.close();
+      for (const { socket } of held.slice(1)) socket.close();
+    });
+
+    it('closes a socket idle for idle_timeout with 1001, and writes one access line at close with duration and bytes each way', async () => {
+      const { socket, closed } = await open('quiet');
+      socket.send('one');
+      expect(await closed).to.deep.equal([1001, 'idle']);
+      const line = await eventually('the access line', () => s.gateway.logs.find((entry) => entry.msg === 'request' && entry.route === 'tk/app/dash/quiet'));
+      expect(line).to.include({ status: 101 });
+      expect(line.bytes).to.be.greaterThan(0);
+      expect(line.bytes_received).to.be.greaterThan(0);
+      expect(line.duration_ms).to.be.greaterThan(500);
+    });
+  });
+}
+
+for (const dialect of dialects) {
+  describe(`a credential's end ends its streams, on every instance (${dialect.name})`, function () {
+    this.timeout(60_000);
+    const toolkits = toolkitDir({ 'dash.yaml': dashboard });
+    const s = withGateway(dialect, [{ username: 'bo' }], {}, { toolkitsDir: toolkits });
+    let other: GatewayProcess;
+    before(async () => {
+      other = await startGateway({ config: { db: s.bed.dbConfig, toolkits: { dir: toolkits, watch: false }, plugins: pluginsWithTestFunctions } });
+    });
+    after(() => other?.stop());
+
+    it('a logout on one instance closes a WebSocket (4401 session_ended) and cuts a download held on the other', async () => {
+      const token = await s.login('bo');
+      const socket = new WebSocket(`${other.base.replace(/^http/, 'ws')}/tk/app/dash/live`, { headers: { authorization: `Bearer ${token}` } });
+      const closed = new Promise<[number, string]>((resolve) => socket.once('close', (code, reason) => resolve([code, reason.toString()])));
+      await new Promise((resolve, reject) => (socket.once('open', resolve), socket.once('error', reject)));
+      const download = await fetch(`${other.base}/tk/app/dash/feed`, { headers: { authorization: `Bearer ${token}` } });
+      expect(download.status).to.equal(200);
+      const reader = download.body!.getReader();
+      await reader.read();
+      const cut = (async () => {
+        try {
+          for (;;) if ((await reader.read()).done) return 'ended';
+        } catch {
+          return 'cut';
+        }
+      })();
+      expect((await call('POST', `${s.gateway.base}/auth/logout`, { token })).status).to.equal(200);
+      expect(await closed).to.deep.equal([4401, 'session_ended']);
+      expect(await cut).to.be.oneOf(['cut', 'ended']);
+      // The upstream side of the socket was closed too.
+      await eventually('the upstream socket closed', () => echo.closes.some(([code]) => code === 4401));
+    });
+
+    it('revoking an API key on one instance cuts a download it holds on the other', async () => {
+      const session = await s.login('bo');
+      const created = await apiKeyClient(s.gateway.base).create(session, { name: 'feed reader' });
+      expect(created.status).to.equal(201);
+      const { key, id } = created.body.data as { key: string; id: string };
+      const download = await fetch(`${other.base}/tk/app/dash/feed`, { headers: { authorization: `Bearer ${key}` } });
+      expect(download.status).to.equal(200);
+      const reader = download.body!.getReader();
+      await reader.read();
+      const cut = (async () => {
+        try {
+          for (;;) if ((await reader.read()).done) return 'ended';
+        } catch {
+          return 'cut';
+        }
+      })();
+      expect((await apiKeyClient(s.gateway.base).revoke(session, id)).status).to.equal(200);
+      expect(await cut).to.be.oneOf(['cut', 'ended']);
+    });
+  });
+}
