@@ -5,6 +5,16 @@ const plugin: TkgatePlugin = {
   name: 'tkgate-test-functions',
   apiVersion: '^1.1',
   register(api) {
+    // (1.5) A scheme of its own, as a vault plugin would add one: `{ secret: "fixture:NAME" }` is "fixture-NAME-value";
+    // "fixture:missing" is refused as a vault refuses an unknown path.
+    if (api.secrets)
+      api.secrets.registerScheme({
+        name: 'fixture',
+        open(name) {
+          if (name === 'missing') throw new Error('no such fixture secret');
+          return { read: () => `fixture-${name}-value` };
+        },
+      });
     api.registerFunction('echo', ({ context }) => context);
     api.registerFunction('sleep', async ({ context }) => {
       await new Promise((resolve) => setTimeout(resolve, 800));

@@ -18,6 +18,8 @@ import type { ReadinessState } from './ops/health.js';
 import { createMetrics } from './ops/metrics.js';
 import { registrySource, serveMetrics } from './ops/metrics-server.js';
 import { importPlugins, registerPlugins } from './plugins/plugin-loader.js';
+import { Secrets } from './secrets/secrets.js';
+import { maskedLogger } from './secrets/masked-logger.js';
 import { migratePlugins } from './plugins/plugin-migrations.js';
 import { databaseCounters, sweepRateLimits } from './rate-limits/database-counters.js';
 import type { RateLimitCounters } from './rate-limits/rate-limit-counters.js';
@@ -111,7 +113,10 @@ function cancellation(signal: AbortSignal | undefined) {
  * Boots everything in order: database and migrations, plugins, toolkits (a broken file or a missing
  * directory refuses the start), sessions, the app, the listener, then the metrics listener.
  */
-export async function startGateway(config: ServerConfig, log: Logger, options: GatewayOptions = {}): Promise<RunningGateway> {
+export async function startGateway(config: ServerConfig, given: Logger, options: GatewayOptions = {}): Promise<RunningGateway> {
+  // Secret references read the environment as it is at start; every line the gateway writes is masked of their values.
+  const secrets = new Secrets({ ...process.env });
+  const log = maskedLogger(given, secrets.mask);
   const { checkpoint, database } = cancellation(options.signal);
   const cleanups: Cleanup[] = [];
   const undo = async () => {
@@ -138,7 +143,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
 
     const reads = openPreparedReads(db, config.db);
     cleanups.push(() => reads.close());
-    const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options, metrics });
+    const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options, metrics, secrets });
     cleanups.push(() => plugins.close());
     checkpoint();
     const toolkitLog = options.worker && !options.worker.first ? demoted(log) : log;

@@ -1,4 +1,4 @@
-import { durationMs, z } from '@tkgate/core';
+import { durationMs, secretOr, z } from '@tkgate/core';
 
 /**
  * A `type: exec` endpoint. `command` as a list runs that program directly (no shell) with the context JSON
@@ -16,9 +16,11 @@ export const execConfigSchema = z.strictObject({
   cwd: z.string().min(1).optional().describe('The working directory of the command; must exist.'),
   /** The child's whole environment, plus PATH: nothing else of the gateway's environment leaks to it. */
   env: z
-    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string())
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), secretOr(z.string()))
     .default({})
-    .describe("The command's whole environment, plus PATH: nothing else of the gateway's environment."),
+    .describe(
+      'The command\'s whole environment, plus PATH: nothing else of the gateway\'s environment. A value may be a secret kept outside the file: { secret: "env:NAME" } or { secret: "file:PATH" }; what the command prints of it is masked as ***.',
+    ),
   /** Also write the context to stdin (needed for contexts over the per-argument limit). */
   stdin: z.boolean().default(false).describe('true: the context JSON is written to stdin and the last argument is "-" (for contexts over 128 KiB).'),
   max_concurrency: z.number().int().min(1).default(4).describe('Processes of this endpoint at once (default 4).'),

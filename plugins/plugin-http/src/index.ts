@@ -6,6 +6,7 @@ import { proxy, type Upstreams } from './proxy.js';
 import { readerTransport } from './reader-transport.js';
 import { undiciTransport } from './undici-transport.js';
 import { loadUpstreamTls } from './upstream-tls.js';
+import { literalCredentials } from './literal-credentials.js';
 
 /**
  * plugin_options."@tkgate/plugin-http". docs/performance.md has the figures behind the defaults.
@@ -28,7 +29,7 @@ export const ERROR_CODES = {
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-http',
-  apiVersion: '^1.4',
+  apiVersion: '^1.5',
   async register(api) {
     api.declareErrors(ERROR_CODES);
     const options = await api.readOptions(optionsSchema);
@@ -36,7 +37,7 @@ const plugin: TkgatePlugin = {
     // JSON calls through the transport; passthrough downloads, http:// and https://, through the gateway's own
     // reader (fewer copies and a flat memory bound: docs/performance.md) unless told otherwise.
     const passthrough = options.http_passthrough === 'transport' ? transport : readerTransport();
-    const upstreams: Upstreams = { json: transport, passthrough };
+    const upstreams: Upstreams = { json: transport, passthrough, secretValue: (reference) => api.secrets.value(reference) };
     api.onClose(() => {
       if (passthrough !== transport) passthrough.close();
       transport.close();
@@ -47,6 +48,7 @@ const plugin: TkgatePlugin = {
       configSchema: httpConfigSchema,
       // upstream.tls names files relative to the toolkit file: read and checked here, at load.
       check: (config, env) => loadUpstreamTls(config.upstream, env.toolkitFile),
+      warn: (config) => literalCredentials(config.upstream.headers),
       execute: async (call) => {
         // The gate's place at once when one is free: the client's AbortSignal is made only to wait in its queue.
         const gate = gates.of(call.endpoint.key, call.config);

@@ -170,13 +170,16 @@ async function compileEndpoint(
     issues.push(...typeConfig.issues);
     return undefined;
   }
+  const toolkitFile = path.resolve(file);
+  for (const problem of await env.types.secrets.openAll(typeConfig.value, { toolkitFile }))
+    issues.push({ path: [...at, ...problem.path], message: problem.message });
   const checkEnv = {
     schema: env.schema,
     functions: env.types.functionNames(),
     contextFields: wrapping.contextFields,
     dbContextKeys: wrapping.dbContextKeys,
     payloadFields: clientFilter.allowedFields,
-    toolkitFile: path.resolve(file),
+    toolkitFile,
   };
   for (const issue of runCheck(type, typeConfig.value, checkEnv, config.path, env)) issues.push({ path: [...at, ...issue.path], message: issue.message });
   const auditFields = compileAuditFields(config.audit_fields, clientFilter.allowedFields, issues, [...at, 'audit_fields']);
