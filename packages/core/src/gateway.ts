@@ -19,6 +19,7 @@ import { createMetrics } from './ops/metrics.js';
 import { registrySource, serveMetrics } from './ops/metrics-server.js';
 import { importPlugins, registerPlugins } from './plugins/plugin-loader.js';
 import { Secrets } from './secrets/secrets.js';
+import { JwtIssuers } from './auth/jwt/jwt-issuers.js';
 import { maskedLogger } from './secrets/masked-logger.js';
 import { migratePlugins } from './plugins/plugin-migrations.js';
 import { databaseCounters, sweepRateLimits } from './rate-limits/database-counters.js';
@@ -188,6 +189,8 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     cleanups.push(() => clearInterval(housekeeping));
 
     const users = new UserDirectory(db, reads);
+    // Workload tokens act as a configured user, read as an API key's owner is (trusted as long as a session read).
+    const jwtIssuers = new JwtIssuers(config.auth.jwt_issuers, users, new SessionCache(freshness), log);
     const pluginMiddleware = plugins.middleware;
     const app = createApp({
       config,
@@ -195,6 +198,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       reads,
       sessions,
       apiKeys,
+      jwtIssuers,
       users,
       limiter,
       registry: toolkits,

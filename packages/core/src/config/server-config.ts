@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import convict from 'convict';
 import { oidcProviderList, withClientSecrets } from './oidc-providers.js';
+import { jwtIssuerList } from './jwt-issuers.js';
 import type { LogLevel } from '../log.js';
 import { nearest } from '../suggest.js';
 import { parseSourceFile } from './source-file.js';
@@ -93,6 +94,13 @@ const declaration = {
     oidc: {
       providers: structured([], { doc: 'OpenID Connect providers people sign in through (docs/sso.md)', sensitive: true }, oidcProviderList),
     },
+    jwt_issuers: structured(
+      [],
+      {
+        doc: 'platforms whose signed tokens (CI OIDC tokens, Kubernetes service-account tokens) call toolkit endpoints as a tkgate user (docs/workload-identity.md)',
+      },
+      jwtIssuerList,
+    ),
   },
   audit: {
     required: flag(false, {
