@@ -70,6 +70,7 @@ const vault = {
     { path: 'json', method: 'POST', type: 'exec', command: [printsJson], env, audit_fields: ['note'] },
     { path: 'text', method: 'POST', type: 'exec', command: [printsText], env },
     { path: 'fails', method: 'POST', type: 'exec', command: [failsLoudly], env },
+    { path: 'leaky', method: 'POST', type: 'internal', handler: 'leaky' },
     { path: 'fixture', method: 'POST', type: 'http', upstream: { url: `${origin}/ok`, headers: { 'X-Fixture': { secret: 'fixture:alpha' } } } },
   ],
 };
@@ -120,6 +121,12 @@ for (const dialect of dialects) {
       const nowhere = await tk.post('vault', 'nowhere', {});
       expect(nowhere.status).to.equal(502);
       answer('502 of an unreachable upstream', nowhere);
+      // A plugin's error that quotes the value is answered with it masked.
+      const leaky = await tk.post('vault', 'leaky', {});
+      expect(leaky.status).to.equal(418);
+      expect(leaky.body.error).to.include({ code: 'teapot', message: 'the key was ***' });
+      expect(leaky.body.error.details).to.deep.equal({ key: '***' });
+      answer('an error answer quoting the value', leaky);
       // A refused call is logged at debug level.
       expect((await toolkitClient(s.gateway.base, undefined).post('vault', 'call', {})).status).to.equal(401);
       const fails = await tk.post('vault', 'fails', {});

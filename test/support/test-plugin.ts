@@ -30,6 +30,11 @@ const plugin: TkgatePlugin = {
     api.registerFunction('boom', () => {
       throw new Error('secret internals: /etc/shadow');
     });
+    // Quotes the planted secret of test/secrets (an environment variable of the gateway) in its error, as a careless plugin would.
+    api.registerFunction('leaky', () => {
+      const value = process.env.PLANTED_API_KEY ?? 'none';
+      throw new GatewayError(418, 'teapot', `the key was ${value}`, { details: { key: value } });
+    });
     api.registerFunction('teapot', () => {
       throw new GatewayError(418, 'teapot', 'I am a teapot', { details: { brew: 'tea' } });
     });

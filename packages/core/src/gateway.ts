@@ -199,6 +199,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       sessions,
       apiKeys,
       jwtIssuers,
+      secretMask: secrets.mask,
       users,
       limiter,
       registry: toolkits,
