@@ -243,10 +243,10 @@ async function main() {
     await traced.stop();
   }
 
-  // 10. A workload token (auth.jwt_issuers) vs an API key of the same user (scripts/bench/workload-identity.js).
-  if (runs(10)) {
+  // 11. A workload token (auth.jwt_issuers) vs an API key of the same user (scripts/bench/workload-identity.js).
+  if (runs(11)) {
     const identity = await workloadIdentityRows({ config, row: tkgate, track });
-    await scenario('10. workload token vs API key (GET /auth/status)', identity.rows, [cpuAtMost(1.5, 'API key')]);
+    await scenario('11. workload token vs API key (GET /auth/status)', identity.rows, [cpuAtMost(1.5, 'API key')]);
     await identity.stop();
   }
 

@@ -1,4 +1,4 @@
-// Scenario 10 of run.js: what a workload token (auth.jwt_issuers) costs per call against an API key of the same
+// Scenario 11 of run.js: what a workload token (auth.jwt_issuers) costs per call against an API key of the same
 // user, on one gateway, on GET /auth/status (where the credential check is most of the work). A loopback JWKS
 // server in this process publishes an RS256 key; each connection sends one token, as a CI job reuses its own.
 import { readFileSync, writeFileSync } from 'node:fs';

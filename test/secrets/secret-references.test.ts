@@ -28,16 +28,17 @@ describe('secret references that cannot be opened (config check)', function () {
 
   it('refuses each toolkit naming the reference and its key path; exec env takes references too', async () => {
     const dir = toolkitDir({
-      'a.yaml': withHeader({ secret: 'env:TKGATE_TEST_SURELY_UNSET' }),
+      'a.yaml': withHeader({ secret: 'env:NOT_SET_IN_ANY_TEST_RUN' }),
       'b.yaml': { ...withHeader({ secret: 'file:nowhere/key.txt' }), name: 'b' },
       'c.yaml': { ...withHeader({ secret: 'fixture:missing' }), name: 'c' },
       'd.yaml': { ...withHeader({ secret: 'nope:x' }), name: 'd' },
       'e.yaml': {
         name: 'e',
         type: 'app',
-        endpoints: [{ path: 'x', method: 'POST', type: 'exec', command: ['/bin/true'], env: { K: { secret: 'env:TKGATE_TEST_SURELY_UNSET' } } }],
+        endpoints: [{ path: 'x', method: 'POST', type: 'exec', command: ['/bin/true'], env: { K: { secret: 'env:NOT_SET_IN_ANY_TEST_RUN' } } }],
       },
       'f.yaml': { ...withHeader({ secret: 'fixture:present' }), name: 'f' },
+      'g.yaml': { ...withHeader({ secret: 'env:TKGATE_DB_URL' }), name: 'g' },
     });
     const config = writeConfig({
       toolkits: { dir },
@@ -48,11 +49,12 @@ describe('secret references that cannot be opened (config check)', function () {
     const output = checked.stdout + checked.stderr;
     expect(checked.code, output).to.not.equal(0);
     expect(output).to.include('endpoints.0.upstream.headers.X-Api-Key');
-    expect(output).to.include('secret env:TKGATE_TEST_SURELY_UNSET: the environment variable TKGATE_TEST_SURELY_UNSET is not set');
+    expect(output).to.include('secret env:NOT_SET_IN_ANY_TEST_RUN: the environment variable NOT_SET_IN_ANY_TEST_RUN is not set');
     expect(output).to.include('secret file:nowhere/key.txt: the file nowhere/key.txt cannot be read (ENOENT)');
     expect(output).to.include('secret fixture:missing: scheme fixture refused it: no such fixture secret');
     expect(output).to.match(/secret nope:x: unknown scheme \(known: env, file, fixture\)/);
     expect(output).to.include('endpoints.0.env.K');
+    expect(output).to.include("secret env:TKGATE_DB_URL: TKGATE_DB_URL is one of the gateway's own settings, which toolkit files cannot reference");
     expect(output).not.to.match(/f\.yaml/);
     expect(output).not.to.include('fixture-present-value');
   });

@@ -27,11 +27,16 @@ export class SecretUnavailable extends Error {
   override name = 'SecretUnavailable';
 }
 
-/** `env:NAME`: the gateway's environment as it was when the gateway started. */
+/**
+ * `env:NAME`: the gateway's environment as it was when the gateway started. Never the gateway's own settings
+ * (TKGATE_*: the database URL, OIDC client secrets): a toolkit file's author must not be able to send them away.
+ */
 export function envScheme(environment: Readonly<Record<string, string | undefined>>): SecretScheme {
   return {
     name: 'env',
     open(name) {
+      if (name.toUpperCase().startsWith('TKGATE_'))
+        throw new SecretUnavailable(`${name} is one of the gateway's own settings, which toolkit files cannot reference`);
       const value = environment[name];
       if (value === undefined) throw new SecretUnavailable(`the environment variable ${name} is not set`);
       return { read: () => value };

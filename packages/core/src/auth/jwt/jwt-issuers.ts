@@ -52,6 +52,8 @@ class Refused extends Error {
 export class JwtIssuers {
   private readonly keySets = new Map<string, KeySet>();
   private readonly verified = new Map<string, JwtIdentity>();
+  /** Verifications under way: concurrent first calls with one token (a job's parallel requests) verify it once. */
+  private readonly verifying = new Map<string, Promise<JwtIdentity>>();
 
   constructor(
     private readonly entries: readonly JwtIssuerConfig[],
@@ -81,7 +83,7 @@ export class JwtIssuers {
     const tokenHash = hashOf(token);
     let jwt = this.identityOf(tokenHash, now);
     try {
-      jwt ??= this.remember(tokenHash, await this.verify(token, tokenHash));
+      jwt ??= await this.verifyOnce(token, tokenHash);
       const caller = await this.callerOf(jwt.user, now);
       if (!caller) throw new Refused(`user ${jwt.user} of issuer ${jwt.issuer} does not exist`);
       return { jwt, caller, credential: jwt.credential };
@@ -90,6 +92,17 @@ export class JwtIssuers {
       this.log.warn('workload token refused', { reason: reasonOf(err), ...claimsForLog(token) });
       return undefined;
     }
+  }
+
+  private verifyOnce(token: string, tokenHash: string): Promise<JwtIdentity> {
+    let pending = this.verifying.get(tokenHash);
+    if (!pending) {
+      pending = this.verify(token, tokenHash)
+        .then((jwt) => this.remember(tokenHash, jwt))
+        .finally(() => this.verifying.delete(tokenHash));
+      this.verifying.set(tokenHash, pending);
+    }
+    return pending;
   }
 
   private identityOf(tokenHash: string, now: number): JwtIdentity | undefined {
