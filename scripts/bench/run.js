@@ -19,6 +19,7 @@ import { rateLimitEntries } from './rate-limits.js';
 import { clearSessions, insertSessions } from './sessions.js';
 import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
 import { tracingRows } from './tracing.js';
+import { workloadIdentityRows } from './workload-identity.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -251,6 +252,13 @@ async function main() {
     const traced = await tracingRows({ config, gateway, auth, upstreamUrl: upstream.url, row: tkgate, track });
     await scenario('9. tracing off vs on (http endpoint, JSON)', traced.rows, [atLeast(0.7, 'tracing off')]);
     await traced.stop();
+  }
+
+  // 11. A workload token (auth.jwt_issuers) vs an API key of the same user (scripts/bench/workload-identity.js).
+  if (runs(11)) {
+    const identity = await workloadIdentityRows({ config, row: tkgate, track });
+    await scenario('11. workload token vs API key (GET /auth/status)', identity.rows, [cpuAtMost(1.5, 'API key')]);
+    await identity.stop();
   }
 
   // 6. A login storm (argon2id) while status calls run at a steady rate: the event loop must stay responsive.

@@ -27,7 +27,7 @@ describe('npm run bench -- --smoke', function () {
     expect(code).to.equal(0);
     const report = JSON.parse(readFileSync(path.join(out, 'latest.json'), 'utf8')) as { results: Array<{ scenario: string; rows: Row[] }> };
     const scenarios = report.results.map((r) => r.scenario.split('.')[0]);
-    for (const number of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']) expect(scenarios, number).to.include(number);
+    for (const number of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11']) expect(scenarios, number).to.include(number);
 
     const proxyRows = report.results.find((r) => r.scenario.startsWith('3.'))!.rows.map((row) => row.name);
     for (const peer of [

@@ -5,6 +5,16 @@ const plugin: TkgatePlugin = {
   name: 'tkgate-test-functions',
   apiVersion: '^1.1',
   register(api) {
+    // (1.5) A scheme of its own, as a vault plugin would add one: `{ secret: "fixture:NAME" }` is "fixture-NAME-value";
+    // "fixture:missing" is refused as a vault refuses an unknown path.
+    if (api.secrets)
+      api.secrets.registerScheme({
+        name: 'fixture',
+        open(name) {
+          if (name === 'missing') throw new Error('no such fixture secret');
+          return { read: () => `fixture-${name}-value` };
+        },
+      });
     api.registerFunction('echo', ({ context }) => context);
     api.registerFunction('sleep', async ({ context }) => {
       await new Promise((resolve) => setTimeout(resolve, 800));
@@ -19,6 +29,11 @@ const plugin: TkgatePlugin = {
     });
     api.registerFunction('boom', () => {
       throw new Error('secret internals: /etc/shadow');
+    });
+    // Quotes the planted secret of test/secrets (an environment variable of the gateway) in its error, as a careless plugin would.
+    api.registerFunction('leaky', () => {
+      const value = process.env.PLANTED_API_KEY ?? 'none';
+      throw new GatewayError(418, 'teapot', `the key was ${value}`, { details: { key: value } });
     });
     api.registerFunction('teapot', () => {
       throw new GatewayError(418, 'teapot', 'I am a teapot', { details: { brew: 'tea' } });

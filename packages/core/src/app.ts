@@ -22,6 +22,7 @@ import { requestLog } from './ops/request-log.js';
 import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-routes.js';
 import type { PluginMiddlewareSet } from './plugins/plugin-middleware.js';
 import type { Tracing } from './tracing/tracing.js';
+import type { SecretMask } from './secrets/secret-mask.js';
 
 export type AppServices = AuthServices &
   PipelineServices & {
@@ -32,6 +33,8 @@ export type AppServices = AuthServices &
     tracing: Tracing;
     /** Routes of other domains, added after the core's (OIDC, API keys, admin). */
     routes?: readonly RouteContribution[];
+    /** The values of secrets toolkit files reference: never in an error answer. */
+    secretMask?: SecretMask;
   };
 
 const noSuchRoute: GatewayMiddleware = () => {
@@ -76,7 +79,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
   app.use(assignRequestId(services.tracing));
   const corsHeaders = cors(config.server.cors.origins);
   if (corsHeaders) app.use(corsHeaders);
-  app.use(errorEnvelope(log));
+  app.use(errorEnvelope(log, services.secretMask));
   for (const middleware of at('request')) app.use(middleware);
   const contributions = [
     healthRoutes(services.db, services.readiness, log),

@@ -22,6 +22,9 @@ import type { ReadinessState } from './ops/health.js';
 import { createMetrics } from './ops/metrics.js';
 import { registrySource, serveMetrics } from './ops/metrics-server.js';
 import { importPlugins, registerPlugins } from './plugins/plugin-loader.js';
+import { Secrets } from './secrets/secrets.js';
+import { JwtIssuers } from './auth/jwt/jwt-issuers.js';
+import { maskedLogger } from './secrets/masked-logger.js';
 import { migratePlugins } from './plugins/plugin-migrations.js';
 import { databaseCounters, sweepRateLimits } from './rate-limits/database-counters.js';
 import type { RateLimitCounters } from './rate-limits/rate-limit-counters.js';
@@ -116,7 +119,10 @@ export function cancellation(signal: AbortSignal | undefined) {
  * Boots everything in order: database and migrations, plugins, toolkits (a broken file or a missing
  * directory refuses the start), sessions, the app, the listener, then the metrics listener.
  */
-export async function startGateway(config: ServerConfig, log: Logger, options: GatewayOptions = {}): Promise<RunningGateway> {
+export async function startGateway(config: ServerConfig, given: Logger, options: GatewayOptions = {}): Promise<RunningGateway> {
+  // Secret references read the environment as it is at start; every line the gateway writes is masked of their values.
+  const secrets = new Secrets({ ...process.env });
+  const log = maskedLogger(given, secrets.mask);
   const { checkpoint, database } = cancellation(options.signal);
   const cleanups: Cleanup[] = [];
   const undo = async () => {
@@ -163,7 +169,7 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
 
     const reads = openPreparedReads(db, config.db);
     cleanups.push(() => reads.close());
-    const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options, metrics });
+    const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options, metrics, secrets });
     cleanups.push(() => plugins.close());
     checkpoint();
     const toolkitLog = options.worker && !options.worker.first ? demoted(log) : log;
@@ -215,6 +221,8 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     cleanups.push(() => clearInterval(housekeeping));
 
     const users = new UserDirectory(db, reads);
+    // Workload tokens act as a configured user, read as an API key's owner is (trusted as long as a session read).
+    const jwtIssuers = new JwtIssuers(config.auth.jwt_issuers, users, new SessionCache(freshness), log);
     const pluginMiddleware = plugins.middleware;
     const app = createApp({
       config,
@@ -222,6 +230,8 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
       reads,
       sessions,
       apiKeys,
+      jwtIssuers,
+      secretMask: secrets.mask,
       users,
       limiter,
       registry: toolkits,

@@ -77,6 +77,7 @@ export type {
   ChildSpan,
   SpanOptions,
   SpanAttributes,
+  PluginSecrets,
 } from './plugins/plugin-api.js';
 export { MIDDLEWARE_POINTS } from './plugins/plugin-middleware.js';
 export type { ResponseDescription, JsonSchema } from './plugins/response-description.js';
@@ -89,6 +90,9 @@ export type { JsonText, JsonTextProblem } from './json/json-text.js';
 /** zod, for plugin config schemas (any Standard Schema library works too). */
 export { z } from 'zod';
 export { durationMs } from './plugins/config-schemas.js';
+export { secretReference, secretOr, isSecretReference, type SecretReference } from './secrets/secret-reference.js';
+export { SecretMask, SecretStreamMask, MASK } from './secrets/secret-mask.js';
+export type { SecretScheme, SecretSource, SecretPlace } from './secrets/secret-schemes.js';
 export { AdmissionGate, EndpointGates } from './plugins/admission-gate.js';
 export { checkToolkitDirectory, withLoadedPlugins } from './toolkits/check-directory.js';
 export { toolkitFileJsonSchema } from './toolkits/toolkit-json-schema.js';

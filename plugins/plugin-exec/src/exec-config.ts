@@ -1,4 +1,4 @@
-import { durationMs, z } from '@tkgate/core';
+import { durationMs, secretOr, z } from '@tkgate/core';
 
 /** Where the command finds the request context (JSON). */
 export const CONTEXT_PLACES = ['argument', 'stdin', 'env', 'none'] as const;
@@ -29,9 +29,11 @@ export const execConfigSchema = z
     cwd: z.string().min(1).optional().describe('The working directory of the command; must exist.'),
     /** The child's whole environment, plus PATH: nothing else of the gateway's environment leaks to it. */
     env: z
-      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string())
+      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), secretOr(z.string()))
       .default({})
-      .describe("The command's whole environment, plus PATH: nothing else of the gateway's environment."),
+      .describe(
+        'The command\'s whole environment, plus PATH: nothing else of the gateway\'s environment. A value may be a secret kept outside the file: { secret: "env:NAME" } or { secret: "file:PATH" }; what the command prints of it is masked as ***.',
+      ),
     /** Also write the context to stdin (needed for contexts over the per-argument limit). */
     stdin: z
       .boolean()

@@ -1,6 +1,16 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
-import { GatewayError, jsonDepthExceeds, type AdmissionGate, type ChildSpan, type ConfigIssue, type EndpointCall, type WarnEnvironment } from '@tkgate/core';
+import {
+  GatewayError,
+  isSecretReference,
+  jsonDepthExceeds,
+  type AdmissionGate,
+  type ChildSpan,
+  type ConfigIssue,
+  type EndpointCall,
+  type PluginSecrets,
+  type WarnEnvironment,
+} from '@tkgate/core';
 import { CONTEXT_VARIABLE, type ExecConfig } from './exec-config.js';
 import { MAX_ARGUMENT_BYTES, type ProcessOutcome, type ProcessSpec } from './run-process.js';
 
@@ -70,6 +80,13 @@ function contextPlaces(config: ExecConfig, context: string, oversized: boolean):
   }
 }
 
+/** The configured environment with each secret reference's current value (a changed secret file is used at once). */
+function configuredEnv(config: ExecConfig, secrets: PluginSecrets): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(config.env)) env[name] = isSecretReference(value) ? secrets.value(value) : value;
+  return env;
+}
+
 /** TRACEPARENT and TRACESTATE (the conventional names for a process's environment), replacing any the configuration set. */
 function withTrace(env: Record<string, string>, span: ChildSpan): Record<string, string> {
   env.TRACEPARENT = span.traceparent;
@@ -100,6 +117,8 @@ export interface ExecServices {
   endpointGate(key: object, config: ExecConfig): AdmissionGate;
   globalGate: AdmissionGate;
   run(spec: ProcessSpec): Promise<ProcessOutcome>;
+  /** Secret values of env, and the mask of what the command prints of them. */
+  secrets: PluginSecrets;
 }
 
 export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: ExecServices): Promise<unknown> {
@@ -131,7 +150,7 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
           env: withTrace(
             {
               PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-              ...config.env,
+              ...configuredEnv(config, services.secrets),
               ...(places.variable !== undefined && { [CONTEXT_VARIABLE]: places.variable }),
             },
             span,
@@ -146,7 +165,7 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
         if (exitCode !== undefined) span.setAttribute('process.exit.code', exitCode);
         span.end(outcome?.ok ? undefined : (outcome?.reason ?? 'failed'));
       }
-      return toData(outcome, call);
+      return toData(outcome, call, services.secrets);
     } finally {
       leaveGlobal();
     }
@@ -155,9 +174,15 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
   }
 }
 
-function toData(outcome: ProcessOutcome, call: EndpointCall<ExecConfig>): unknown {
+/** What the command printed becomes the answer: with every secret value the gateway handed out masked as ***. */
+function toData(outcome: ProcessOutcome, call: EndpointCall<ExecConfig>, secrets: PluginSecrets): unknown {
   if (outcome.stderr)
-    call.log.warn('command stderr', { request_id: call.requestId, toolkit: call.endpoint.toolkit, endpoint: call.endpoint.path, stderr: outcome.stderr });
+    call.log.warn('command stderr', {
+      request_id: call.requestId,
+      toolkit: call.endpoint.toolkit,
+      endpoint: call.endpoint.path,
+      stderr: secrets.mask(outcome.stderr),
+    });
   // The audit trail keeps how the command ended (details.exit_code): 0, its code, or none when it never exited itself.
   if (outcome.ok) call.addAuditDetails({ exit_code: 0 });
   else if (outcome.exitCode !== undefined) call.addAuditDetails({ exit_code: outcome.exitCode });
@@ -166,11 +191,12 @@ function toData(outcome: ProcessOutcome, call: EndpointCall<ExecConfig>): unknow
     if (outcome.exitCode !== undefined) details.exit_code = outcome.exitCode;
     throw execFailed(outcome.reason, outcome.cause ?? new Error(`command ${outcome.reason}${outcome.signal ? ` (${outcome.signal})` : ''}`), details);
   }
-  const stdout = Buffer.from(outcome.stdout.buffer, outcome.stdout.byteOffset, outcome.stdout.byteLength).toString('utf8');
+  // Masked as text (the value as printed), then as data (a value JSON wrote with escapes).
+  const stdout = secrets.mask(Buffer.from(outcome.stdout.buffer, outcome.stdout.byteOffset, outcome.stdout.byteLength).toString('utf8'));
   // JSON nested deeper than the envelope can safely serialise is not taken as data: the client gets it as text.
   if (jsonDepthExceeds(stdout, MAX_JSON_DEPTH)) return { output: stdout };
   try {
-    return JSON.parse(stdout);
+    return secrets.maskData(JSON.parse(stdout));
   } catch {
     return { output: stdout };
   }

@@ -22,8 +22,9 @@ const BUSY = 'too many commands are running; try again shortly';
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-exec',
-  // 1.4: call.addAuditDetails and `audited` (a command run is recorded in the audit trail by default), call.trace.
-  apiVersion: '^1.4',
+  // 1.4: call.addAuditDetails and `audited` (a command run is recorded in the audit trail by default), call.trace;
+  // 1.5: secrets (env values kept outside the toolkit file, and the mask of what commands print).
+  apiVersion: '^1.5',
   async register(api) {
     api.declareErrors(ERROR_CODES);
     makeGatewayNotDumpable(api.log);
@@ -37,6 +38,7 @@ const plugin: TkgatePlugin = {
       globalGate,
       endpointGate: (key, config) => perEndpoint.of(key, config),
       run: (spec) => pool.run(spec),
+      secrets: api.secrets,
     };
     const exec: EndpointType<ExecConfig> = {
       type: 'exec',

@@ -1,6 +1,7 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { GatewayError, StreamedResponse, type ChildSpan, type EndpointCall } from '@tkgate/core';
+import { configuredHeaders, type SecretValue } from './configured-headers.js';
 import type { HttpConfig } from './http-config.js';
 import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
 
@@ -113,14 +114,52 @@ function failure(err: NodeJS.ErrnoException): GatewayError {
 /** An answer with no body to stream: for HEAD, and the statuses that have none. */
 const bodiless = (method: string, status: number) => method === 'HEAD' || status === 204 || status === 304 || status < 200;
 
-/** Forwards requests over keep-alive connections of its own, one pool per scheme (Node's agents keep TLS credentials apart). */
+/** A user's keep-alive connections, one pool per scheme (Node's agents keep TLS credentials apart). */
+interface CallerAgents {
+  plain: http.Agent;
+  secure: https.Agent;
+  lastUsed: number;
+}
+
+const inUse = (agent: http.Agent) => Object.keys(agent.sockets).length > 0;
+
+/** A user's connections unused this long are closed, so many users that each call rarely hold no sockets. */
+const CALLER_IDLE_MS = 30_000;
+
+/**
+ * Forwards requests over keep-alive connections of its own, never shared between users: whatever an upstream
+ * sends out of turn (a late second answer on a kept connection), it can only reach the user it was meant for.
+ */
 export class RequestForwarder {
-  private readonly plain = new http.Agent({ keepAlive: true });
-  private readonly secure = new https.Agent({ keepAlive: true });
+  private readonly agents = new Map<number, CallerAgents>();
+  private readonly sweep = setInterval(() => this.closeIdle(Date.now() - CALLER_IDLE_MS), CALLER_IDLE_MS).unref();
+
+  constructor(private readonly secretValue: SecretValue) {}
 
   close(): void {
-    this.plain.destroy();
-    this.secure.destroy();
+    clearInterval(this.sweep);
+    for (const agents of this.agents.values()) {
+      agents.plain.destroy();
+      agents.secure.destroy();
+    }
+    this.agents.clear();
+  }
+
+  private agentsOf(caller: number): CallerAgents {
+    let agents = this.agents.get(caller);
+    if (!agents) this.agents.set(caller, (agents = { plain: new http.Agent({ keepAlive: true }), secure: new https.Agent({ keepAlive: true }), lastUsed: 0 }));
+    agents.lastUsed = Date.now();
+    return agents;
+  }
+
+  private closeIdle(before: number): void {
+    for (const [caller, agents] of this.agents) {
+      // A long download keeps its user's agents: only sockets in no request are closed with them.
+      if (agents.lastUsed >= before || inUse(agents.plain) || inUse(agents.secure)) continue;
+      agents.plain.destroy();
+      agents.secure.destroy();
+      this.agents.delete(caller);
+    }
   }
 
   /** The upstream's answer as a StreamedResponse; `release` once it is over, whichever way. */
@@ -149,7 +188,9 @@ export class RequestForwarder {
         port: target.port,
         path: pathOf(target, call.context.path_params as Record<string, unknown> | undefined, incoming.pathRest, incoming.query),
         headers,
-        ...(target.secure ? { agent: this.secure, ...tlsConnectOptions(tlsOf(upstream), target.hostname) } : { agent: this.plain }),
+        ...(target.secure
+          ? { agent: this.agentsOf(call.callerId).secure, ...tlsConnectOptions(tlsOf(upstream), target.hostname) }
+          : { agent: this.agentsOf(call.callerId).plain }),
       };
       const request = (target.secure ? https : http).request(options);
       let answered = false;
@@ -182,7 +223,7 @@ export class RequestForwarder {
   private headersOf(call: EndpointCall<HttpConfig>, incoming: EndpointCall<HttpConfig>['incoming'], target: Target, span: ChildSpan) {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(incoming.headers)) if (!NOT_FORWARDED.has(name)) headers[name] = value;
-    Object.assign(headers, call.config.upstream.headers);
+    Object.assign(headers, configuredHeaders(call.config.upstream.headers, this.secretValue));
     headers.host = target.host;
     headers['tkgate-context'] = contextHeader(call.context, false);
     headers['x-request-id'] = call.requestId;

@@ -1,4 +1,4 @@
-import { durationMs, z } from '@tkgate/core';
+import { durationMs, secretOr, z } from '@tkgate/core';
 import { upstreamTlsSchema } from './upstream-tls.js';
 
 const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name');
@@ -30,12 +30,14 @@ export const httpConfigSchema = z.strictObject({
           'true: running a call twice does no harm, so a call whose connection failed before any answer is tried once more (RFC 9110 9.2.2; default false: a call is sent at most once).',
         ),
       headers: z
-        .record(headerName, headerValue)
+        .record(headerName, secretOr(headerValue))
         .default({})
         .refine((headers) => Object.keys(headers).every((name) => !RESERVED.has(name.toLowerCase())), {
           message: `may not set ${[...RESERVED].join(', ')}`,
         })
-        .describe(`Static headers for the upstream (not ${[...RESERVED].join(', ')}).`),
+        .describe(
+          `Static headers for the upstream (not ${[...RESERVED].join(', ')}); a value may be a secret kept outside the file: { secret: "env:NAME" } or { secret: "file:PATH" }.`,
+        ),
       /** JSON mode only: a larger upstream body is a 502, not a memory spike. */
       max_response_bytes: z
         .number()

@@ -1,4 +1,4 @@
-import { EndpointGates, z, type ConfigIssue, type EndpointType, type TkgatePlugin } from '@tkgate/core';
+import { EndpointGates, z, type ConfigIssue, type EndpointType, type SecretReference, type TkgatePlugin } from '@tkgate/core';
 import { describeHttpResponse } from './describe-response.js';
 import { FORWARD_METHODS, RequestForwarder, urlParams } from './forward-request.js';
 import { WebSocketRelay } from './websocket-relay.js';
@@ -8,6 +8,7 @@ import { proxy, type Upstreams } from './proxy.js';
 import { readerTransport } from './reader-transport.js';
 import { undiciTransport } from './undici-transport.js';
 import { loadUpstreamTls } from './upstream-tls.js';
+import { literalCredentials } from './literal-credentials.js';
 
 /**
  * plugin_options."@tkgate/plugin-http". docs/performance.md has the figures behind the defaults.
@@ -40,9 +41,10 @@ const plugin: TkgatePlugin = {
     // JSON calls through the transport; passthrough downloads, http:// and https://, through the gateway's own
     // reader (fewer copies and a flat memory bound: docs/performance.md) unless told otherwise.
     const passthrough = options.http_passthrough === 'transport' ? transport : readerTransport();
-    const upstreams: Upstreams = { json: transport, passthrough };
-    const forwarder = new RequestForwarder();
-    const sockets = new WebSocketRelay();
+    const secretValue = (reference: SecretReference) => api.secrets.value(reference);
+    const upstreams: Upstreams = { json: transport, passthrough, secretValue };
+    const forwarder = new RequestForwarder(secretValue);
+    const sockets = new WebSocketRelay(secretValue);
     api.onClose(() => {
       forwarder.close();
       sockets.close();
@@ -55,6 +57,7 @@ const plugin: TkgatePlugin = {
       configSchema: httpConfigSchema,
       // upstream.tls names files relative to the toolkit file: read and checked here, at load.
       check: (config, env) => [...loadUpstreamTls(config.upstream, env.toolkitFile), ...forwardProblems(config, env.pathParams)],
+      warn: (config) => literalCredentials(config.upstream.headers),
       methods: (config) => (config.websocket ? ['GET'] : config.upstream.forward === 'request' ? FORWARD_METHODS : ['GET', 'POST']),
       execute: async (call) => {
         // A socket holds no gate place: websocket.max_per_user (core) bounds them.

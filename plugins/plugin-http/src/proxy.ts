@@ -1,4 +1,13 @@
-import { GatewayError, jsonText, StreamedResponse, type ChildSpan, type EndpointCall, type JsonText } from '@tkgate/core';
+import {
+  GatewayError,
+  isSecretReference,
+  jsonText,
+  StreamedResponse,
+  type ChildSpan,
+  type EndpointCall,
+  type JsonText,
+  type SecretReference,
+} from '@tkgate/core';
 import { UpstreamSpan, upstreamTarget, type SpanTarget } from './upstream-span.js';
 import type { HttpConfig } from './http-config.js';
 import { UpstreamFailure, type FailureReason } from './upstream-failure.js';
@@ -29,11 +38,15 @@ function failed(err: unknown): GatewayError {
 export interface Upstreams {
   json: UpstreamTransport;
   passthrough: UpstreamTransport;
+  /** The current value of a header's secret reference (PluginApi.secrets.value). */
+  secretValue(reference: SecretReference): string;
 }
 
 /** What every call of an endpoint sends the same way, made once per endpoint version (its config object). */
 interface Fixed {
   headers: Record<string, string>;
+  /** Headers whose value is a secret reference: read per call, so a changed secret file is used at once. */
+  secretHeaders: Array<[string, SecretReference]>;
   /** The configured headers and TLS material (the endpoint's credentials): with the caller, the key of the connections calls may share. */
   connectionGroup: string;
   /** The upstream as the attributes of the call's span. */
@@ -45,11 +58,20 @@ function fixedOf(upstream: HttpConfig['upstream']): Fixed {
   let fixed = fixedParts.get(upstream);
   if (!fixed) {
     const tls = tlsOf(upstream);
+    const literal: Record<string, string> = {};
+    const secretHeaders: Array<[string, SecretReference]> = [];
+    for (const [name, value] of Object.entries(upstream.headers)) {
+      if (isSecretReference(value)) secretHeaders.push([name, value]);
+      else literal[name] = value;
+    }
+    // A secret header joins the group by its reference: the group's key never holds a secret's value.
+    const credentials = Object.entries(upstream.headers).map(([name, value]) => [name, isSecretReference(value) ? `{secret:${value.secret}}` : value]);
     fixed = {
       tls,
-      headers: { ...upstream.headers, 'content-type': 'application/json', accept: upstream.passthrough ? '*/*' : 'application/json', 'user-agent': 'tkgate' },
+      headers: { ...literal, 'content-type': 'application/json', accept: upstream.passthrough ? '*/*' : 'application/json', 'user-agent': 'tkgate' },
+      secretHeaders,
       target: upstreamTarget(upstream.url),
-      connectionGroup: JSON.stringify([tls?.id ?? '', ...Object.entries(upstream.headers).sort(([a], [b]) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1))]),
+      connectionGroup: JSON.stringify([tls?.id ?? '', ...credentials.sort(([a], [b]) => (a!.toLowerCase() < b!.toLowerCase() ? -1 : 1))]),
     };
     fixedParts.set(upstream, fixed);
   }
@@ -75,6 +97,7 @@ class ProxiedRequest implements UpstreamRequest {
   constructor(
     private readonly call: EndpointCall<HttpConfig>,
     span: ChildSpan,
+    secretValue: Upstreams['secretValue'],
   ) {
     const { upstream } = call.config;
     const fixed = fixedOf(upstream);
@@ -82,6 +105,7 @@ class ProxiedRequest implements UpstreamRequest {
     // The trace context is the gateway's own (the upstream call's span), whatever the client sent: every transport sends these headers.
     this.headers = { ...fixed.headers, 'x-request-id': call.requestId, traceparent: span.traceparent };
     if (span.tracestate !== undefined) this.headers.tracestate = span.tracestate;
+    for (const [name, reference] of fixed.secretHeaders) this.headers[name] = secretValue(reference);
     this.connectionGroup = fixed.connectionGroup;
     // Connections are never shared between users: an answer an upstream sends out of turn can only reach the user it was meant for.
     this.caller = call.callerId;
@@ -126,7 +150,7 @@ export type Release = () => void;
 export async function proxy(upstreams: Upstreams, call: EndpointCall<HttpConfig>, releaseGate: Release): Promise<unknown> {
   const { upstream } = call.config;
   const span = new UpstreamSpan(call.trace, fixedOf(upstream).target);
-  const request = new ProxiedRequest(call, span.child);
+  const request = new ProxiedRequest(call, span.child, upstreams.secretValue);
   const release = () => {
     span.end();
     releaseGate();

@@ -1,6 +1,7 @@
 import { GatewayError, UPGRADED, type EndpointCall } from '@tkgate/core';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { contextHeader } from './forward-request.js';
+import { configuredHeaders, type SecretValue } from './configured-headers.js';
 import type { HttpConfig } from './http-config.js';
 import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
 
@@ -54,6 +55,8 @@ function upstreamUrl(url: string, params: Record<string, unknown> | undefined): 
 export class WebSocketRelay {
   private readonly open = new Set<WebSocket>();
 
+  constructor(private readonly secretValue: SecretValue) {}
+
   /** The gateway stops: every relayed socket ends. */
   close(): void {
     for (const socket of this.open) socket.terminate();
@@ -67,7 +70,7 @@ export class WebSocketRelay {
     const protocols = offered ? offered.split(',').map((protocol) => protocol.trim()) : [];
     const span = call.trace.startSpan('GET', { kind: 'client', attributes: { 'http.request.method': 'GET', 'url.scheme': new URL(upstream.url).protocol } });
     const headers: Record<string, string> = {
-      ...upstream.headers,
+      ...configuredHeaders(upstream.headers, this.secretValue),
       'tkgate-context': contextHeader(call.context, true),
       'x-request-id': call.requestId,
       traceparent: span.traceparent,

@@ -27,13 +27,8 @@ export class ApiKeyStore {
     return this.cache.get(keyHash, now);
   }
 
-  async find(keyHash: string, now = Date.now()): Promise<ApiKeyRead | undefined> {
-    const cached = this.cache.get(keyHash, now);
-    if (cached) return cached;
-    const stamp = this.cache.stamp(now);
-    const read = await this.table.read(keyHash);
-    if (read) this.cache.set(keyHash, read, stamp);
-    return read;
+  find(keyHash: string, now = Date.now()): Promise<ApiKeyRead | undefined> {
+    return this.cache.through(keyHash, now, () => this.table.read(keyHash));
   }
 
   /** Which of these key hashes are live keys of users let in now, read from the database (not the cache). */

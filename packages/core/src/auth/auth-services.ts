@@ -6,12 +6,15 @@ import type { GatewayMetrics } from '../ops/metrics.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { UserDirectory } from '../users/user-directory.js';
 import type { LoginLimiter } from './login-limiter.js';
+import type { JwtIssuers } from './jwt/jwt-issuers.js';
 
 /** What the auth endpoints work with. */
 export interface AuthServices {
   config: ServerConfig;
   sessions: SessionStore;
   apiKeys: ApiKeyStore;
+  /** auth.jwt_issuers: workload tokens act as their configured user. */
+  jwtIssuers: JwtIssuers;
   users: UserDirectory;
   limiter: LoginLimiter;
   log: Logger;

@@ -10,6 +10,7 @@ import type { SessionRead } from '../sessions/session-table.js';
 import { hashToken, looksLikeToken } from '../sessions/token.js';
 import type { CallerRecord } from '../users/user-directory.js';
 import type { Credential } from '../sessions/credential.js';
+import { looksLikeJwt, type JwtIdentity, type JwtIssuers, type JwtRead } from './jwt/jwt-issuers.js';
 
 /** What authentication adds to a request's state. */
 export interface Authenticated {
@@ -20,6 +21,17 @@ export interface Authenticated {
   session?: Session;
   /** The API key, when the credential is one. */
   apiKey?: ApiKey;
+  /** The workload token's identity (auth.jwt_issuers), when the credential is one. */
+  jwt?: JwtIdentity;
+}
+
+/**
+ * The toolkits a machine credential may call: undefined for a session (its user's reach), null for an API key or
+ * a workload token without a scope (every toolkit its user may call), else the listed ones.
+ */
+export function machineScope(state: Authenticated): ReadonlySet<string> | null | undefined {
+  if (state.apiKey) return state.apiKey.scope;
+  return state.jwt?.scope;
 }
 /** What routes only a session may use (logout, clear-sessions, the key routes) have. */
 export interface SessionAuthenticated extends Authenticated {
@@ -32,6 +44,8 @@ export type SessionAuthenticatedState = GatewayState & SessionAuthenticated;
 export interface CredentialStores {
   sessions: SessionStore;
   apiKeys: ApiKeyStore;
+  /** auth.jwt_issuers: platforms' signed tokens (none configured: a JWT is refused as any unknown token). */
+  jwtIssuers?: JwtIssuers;
 }
 
 export interface AuthenticateOptions {
@@ -68,7 +82,7 @@ export function authenticateSessionOrKey(stores: CredentialStores, options: Auth
 }
 
 function authenticator<Added extends Authenticated>(
-  { sessions, apiKeys }: CredentialStores,
+  { sessions, apiKeys, jwtIssuers }: CredentialStores,
   options: AuthenticateOptions,
   acceptsKeys: boolean,
 ): Stage<GatewayState, Added> {
@@ -89,11 +103,21 @@ function authenticator<Added extends Authenticated>(
     state.caller = read.caller;
     state.credential = read.credential;
   };
+  const admitJwt = (ctx: GatewayContext, read: JwtRead | undefined): void => {
+    if (!read || read.caller.disabled) throw unauthorized();
+    if (!acceptsKeys) throw forbidden('a workload token cannot manage sessions or API keys; log in as the user');
+    const state = ctx.state as AuthenticatedState;
+    state.jwt = read.jwt;
+    state.caller = read.caller;
+    state.credential = read.credential;
+  };
   return (ctx, next) => {
     const token = bearerToken(ctx.req.headers.authorization);
     if (token !== undefined && looksLikeToken(token)) return admitRead(sessions, hashToken(token), admitSession, ctx, next);
     // A session token (43 characters) can never have an API key's shape (`tkg_` + 43), nor the other way round.
     if (token !== undefined && looksLikeApiKey(token)) return admitRead(apiKeys, hashApiKey(token), admitKey, ctx, next);
+    // Neither has dots: a JWT (three base64url parts) is told apart after both, at no cost to them.
+    if (token !== undefined && jwtIssuers?.enabled && looksLikeJwt(token)) return admitRead(jwtIssuers, token, admitJwt, ctx, next);
     throw unauthorized();
   };
 }

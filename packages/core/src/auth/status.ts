@@ -6,6 +6,7 @@ import type { Session } from '../sessions/session.js';
 import type { CallerRecord } from '../users/user-directory.js';
 import { isoTime } from './auth-services.js';
 import type { AuthenticatedState } from './authenticate.js';
+import type { JwtIdentity } from './jwt/jwt-issuers.js';
 
 const userOf = (caller: CallerRecord) => ({ id: caller.id, username: caller.username, power: caller.power });
 
@@ -36,18 +37,33 @@ export function keyStatusData(key: ApiKey, caller: CallerRecord): Record<string,
   };
 }
 
+/** The data of a status answer for a workload token (auth.jwt_issuers): its times, the issuer's name and the subject. */
+export function jwtStatusData(jwt: JwtIdentity, caller: CallerRecord): Record<string, unknown> {
+  return {
+    active: true,
+    user: userOf(caller),
+    created_at: jwt.issuedAt === null ? null : isoTime(jwt.issuedAt),
+    last_used_at: null,
+    expires_at: isoTime(jwt.expiresAt),
+    kind: 'jwt',
+    issuer: jwt.issuer,
+    subject: jwt.subject,
+    scope: scopeList(jwt.scope),
+  };
+}
+
 /**
  * GET {base}/auth/status: whether the session (or API key) lives and until when; does not count as use. The
  * data's text is kept per read (a cached read is replaced, never changed, when its session, key or user is),
  * so a status call with a cached credential serialises nothing but its envelope.
  */
 export function status(): Stage<AuthenticatedState> {
-  const texts = new WeakMap<Session | ApiKey, { caller: CallerRecord; text: JsonText }>();
-  const textOf = ({ session, apiKey, caller }: AuthenticatedState): JsonText => {
-    const read = (session ?? apiKey)!;
+  const texts = new WeakMap<Session | ApiKey | JwtIdentity, { caller: CallerRecord; text: JsonText }>();
+  const textOf = ({ session, apiKey, jwt, caller }: AuthenticatedState): JsonText => {
+    const read = (session ?? apiKey ?? jwt)!;
     let kept = texts.get(read);
     if (kept?.caller !== caller) {
-      const data = session ? statusData(session, caller) : keyStatusData(apiKey!, caller);
+      const data = session ? statusData(session, caller) : apiKey ? keyStatusData(apiKey, caller) : jwtStatusData(jwt!, caller);
       texts.set(read, (kept = { caller, text: jsonText(JSON.stringify(data), 8) as JsonText }));
     }
     return kept.text;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { uniqueNames } from './unique-names.js';
 
 /**
  * One entry of `auth.oidc.providers` (SPEC section 11), checked once at load. The client secret may come
@@ -47,13 +48,7 @@ export const oidcProviderSchema = z.strictObject({
 
 export type OidcProviderConfig = z.output<typeof oidcProviderSchema>;
 
-export const oidcProviderList = z.array(oidcProviderSchema).superRefine((providers, ctx) => {
-  const seen = new Set<string>();
-  providers.forEach((provider, index) => {
-    if (seen.has(provider.name)) ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `provider ${provider.name} is listed twice` });
-    seen.add(provider.name);
-  });
-});
+export const oidcProviderList = z.array(oidcProviderSchema).superRefine(uniqueNames('provider'));
 
 /** The environment variable that may hold a provider's client secret. */
 export const clientSecretVariable = (name: string): string => `TKGATE_OIDC_${name.toUpperCase().replace(/-/g, '_')}_CLIENT_SECRET`;

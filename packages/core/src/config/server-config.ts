@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import convict from 'convict';
 import { oidcProviderList, withClientSecrets } from './oidc-providers.js';
+import { jwtIssuerList } from './jwt-issuers.js';
 import type { LogLevel } from '../log.js';
 import { nearest } from '../suggest.js';
 import { parseSourceFile } from './source-file.js';
@@ -102,6 +103,14 @@ const declaration = {
         'a list of providers, each an object with name, issuer, client_id and its other keys (docs/sso.md); its client secret comes from the environment',
       ),
     },
+    jwt_issuers: structured(
+      [],
+      {
+        doc: 'platforms whose signed tokens (CI OIDC tokens, Kubernetes service-account tokens) call toolkit endpoints as a tkgate user (docs/workload-identity.md)',
+      },
+      jwtIssuerList,
+      'a list of issuers, each an object with name, issuer, audience, subjects, user and toolkits (docs/workload-identity.md)',
+    ),
   },
   audit: {
     required: flag(false, {

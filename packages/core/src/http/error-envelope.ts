@@ -1,6 +1,7 @@
 import { unavailableWhenDatabaseFailed } from '../db/database-errors.js';
 import { asExposedHttpError, asGatewayError, internalError, type GatewayErrorShape } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { SecretMask } from '../secrets/secret-mask.js';
 import type { GatewayContext, GatewayMiddleware } from './context.js';
 
 /**
@@ -8,16 +9,20 @@ import type { GatewayContext, GatewayMiddleware } from './context.js';
  * and code; Koa's `ctx.throw(4xx)` (middleware of the Koa ecosystem) keeps its status and message; anything else is a 500 whose cause goes to the log only (no stack or message leaks out).
  * A cause always reaches the log: at error level for 5xx, at warn below.
  */
-export function errorEnvelope(log: Logger): GatewayMiddleware {
+export function errorEnvelope(log: Logger, mask?: SecretMask): GatewayMiddleware {
   // Not async: one promise fewer on every request.
-  return (ctx, next) => next().catch((thrown: unknown) => answerError(log, ctx, thrown));
+  return (ctx, next) => next().catch((thrown: unknown) => answerError(log, ctx, thrown, mask));
 }
 
-/** What errorEnvelope does with what it catches: the envelope for the client, the cause for the log. */
-export function answerError(log: Logger, ctx: GatewayContext, thrown: unknown): void {
+/**
+ * What errorEnvelope does with what it catches: the envelope for the client, the cause for the log. With a mask, a message or details that quote a secret value the gateway handed out (a plugin's careless
+ * error) say `***`.
+ */
+export function answerError(log: Logger, ctx: GatewayContext, thrown: unknown, mask?: SecretMask): void {
   const error = unavailableWhenDatabaseFailed(asGatewayError(thrown) ?? asExposedHttpError(thrown) ?? internalError(thrown), thrown);
   logError(log, ctx, error, thrown);
-  sendError(ctx, error);
+  if (!mask || mask.empty) sendError(ctx, error);
+  else sendError(ctx, { ...error, message: mask.mask(error.message), details: mask.maskData(error.details) });
 }
 
 function logError(log: Logger, ctx: GatewayContext, error: GatewayErrorShape, thrown: unknown): void {

@@ -14,7 +14,7 @@ const EVENT: JsonSchema = {
     request_id: nullable('string'),
     actor_user_id: nullable('integer'),
     username: nullable('string'),
-    actor: { enum: ['session', 'api_key', 'cli', 'oidc', 'system'] },
+    actor: { enum: ['session', 'api_key', 'jwt', 'cli', 'oidc', 'system'] },
     credential: { ...nullable('string'), description: "The first 8 hex of the session's or key's hash, or the key id." },
     client: nullable('string'),
     action: { type: 'string', description: 'login, logout, clear_sessions, oidc_login, backchannel_logout, call, user_add, ...' },

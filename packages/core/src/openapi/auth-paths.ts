@@ -75,9 +75,9 @@ export function authPaths({ maxBodyBytes, admin, session }: AuthPathOptions): Re
       get: {
         operationId: 'auth.status',
         tags: ['auth'],
-        summary: 'This session or API key (does not count as use).',
+        summary: 'This session, API key or workload token (does not count as use).',
         responses: {
-          200: successResponse('The live session, or API key (kind "api_key"; its times may be null).', {
+          200: successResponse('The live session, API key (kind "api_key"; its times may be null) or workload token (kind "jwt").', {
             type: 'object',
             properties: {
               active: { const: true },
@@ -85,9 +85,11 @@ export function authPaths({ maxBodyBytes, admin, session }: AuthPathOptions): Re
               created_at: time,
               last_used_at: time,
               expires_at: time,
-              kind: { const: 'api_key' },
+              kind: { enum: ['api_key', 'jwt'] },
               key_id: { type: 'string' },
               name: { type: 'string' },
+              issuer: { type: 'string', description: 'kind "jwt": the name of the auth.jwt_issuers entry the token matched' },
+              subject: { type: 'string', description: 'kind "jwt": the token\'s sub' },
               scope: { type: 'array', items: { type: 'string' } },
             },
           }),

@@ -1,5 +1,6 @@
+import type { JwtIssuers } from '../auth/jwt/jwt-issuers.js';
 import type { ApiKeyStore } from '../api-keys/api-key-store.js';
-import { authenticateSessionOrKey, type AuthenticatedState } from '../auth/authenticate.js';
+import { authenticateSessionOrKey, machineScope, type AuthenticatedState } from '../auth/authenticate.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { GatewayMiddleware } from '../http/context.js';
 import type { RouteContribution } from '../http/routes.js';
@@ -14,6 +15,7 @@ export interface OpenApiServices {
   config: ServerConfig;
   sessions: SessionStore;
   apiKeys: ApiKeyStore;
+  jwtIssuers: JwtIssuers;
   users: UserDirectory;
   registry: ToolkitRegistry;
 }
@@ -67,7 +69,7 @@ function thresholdsOf(snapshot: ToolkitSnapshot): number[] {
 export function openApiRoutes(services: OpenApiServices): RouteContribution {
   const cache = new DocumentCache(services.config);
   const document: Stage<AuthenticatedState> = (ctx) => {
-    ctx.body = cache.documentFor(services.registry.snapshot, ctx.state.caller.power, ctx.state.apiKey?.scope);
+    ctx.body = cache.documentFor(services.registry.snapshot, ctx.state.caller.power, machineScope(ctx.state));
     ctx.type = 'application/json';
   };
   const chain = StageList.start()

@@ -35,8 +35,11 @@ function listedFields(payload: Record<string, unknown>, fields: readonly string[
  */
 export function auditCallStep(s: AuditCallServices): Stage<AuditingState, AuditDetailsCollected> {
   const audited = async (ctx: GatewayContext<AuditingState>, next: Next): Promise<void> => {
-    const { endpoint, caller, credential, payload, requestId } = ctx.state;
+    const { endpoint, caller, credential, payload, requestId, jwt } = ctx.state;
     const listed = listedFields(payload, endpoint.auditFields);
+    // A workload token's call says which platform identity made it (the subject is an identity, not a secret).
+    const who = jwt ? { issuer: jwt.issuer, subject: jwt.subject } : undefined;
+    const details = listed || who ? { ...who, ...(listed ? { payload: listed } : {}) } : null;
     const event: AuditEvent = {
       requestId,
       actorUserId: caller.id,
@@ -47,7 +50,7 @@ export function auditCallStep(s: AuditCallServices): Stage<AuditingState, AuditD
       toolkit: endpoint.toolkit,
       endpoint: endpoint.path,
       method: ctx.method,
-      details: listed ? { payload: listed } : null,
+      details,
     };
     let id: number | undefined;
     try {

@@ -1,4 +1,4 @@
-import type { AuthenticatedState } from '../auth/authenticate.js';
+import { machineScope, type AuthenticatedState } from '../auth/authenticate.js';
 import { forbidden } from '../errors.js';
 import type { Stage } from '../http/stage.js';
 import type { EndpointFound, ToolkitFound } from './pipeline-state.js';
@@ -10,7 +10,8 @@ import type { EndpointFound, ToolkitFound } from './pipeline-state.js';
 export const permissionStep: Stage<AuthenticatedState & ToolkitFound & EndpointFound> = (ctx, next) => {
   const { minPower } = ctx.state.endpoint;
   if (ctx.state.caller.power < minPower) throw forbidden(`this endpoint needs power ${minPower}`);
-  const scope = ctx.state.apiKey?.scope;
-  if (scope && !scope.has(ctx.state.toolkit.name)) throw forbidden(`this API key's scope does not include the toolkit ${ctx.state.toolkit.name}`);
+  const scope = machineScope(ctx.state);
+  if (scope && !scope.has(ctx.state.toolkit.name))
+    throw forbidden(`this ${ctx.state.jwt ? 'workload token' : 'API key'}'s scope does not include the toolkit ${ctx.state.toolkit.name}`);
   return next();
 };

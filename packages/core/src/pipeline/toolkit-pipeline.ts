@@ -1,3 +1,4 @@
+import type { JwtIssuers } from '../auth/jwt/jwt-issuers.js';
 import type { ApiKeyStore } from '../api-keys/api-key-store.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { authenticateSessionOrKey } from '../auth/authenticate.js';
@@ -34,6 +35,7 @@ export interface PipelineServices {
   log: Logger;
   sessions: SessionStore;
   apiKeys: ApiKeyStore;
+  jwtIssuers: JwtIssuers;
   registry: ToolkitRegistry;
   metrics: GatewayMetrics;
   /** The audit trail: audited endpoints' calls are written to it (audit-call-step.ts). */

@@ -13,7 +13,8 @@ import type { ApiRange } from './plugin-api.js';
  * PrepareOptions.page, LIMIT and OFFSET bound per call; path templates: CheckEnvironment.pathParams and
  * `path_params` in a template endpoint's request context; call.incoming, the client's request as received,
  * EndpointType.methods and StreamedResponse headers sent several times, for a type that forwards the request
- * itself).
+ * itself; secrets, references to secrets kept outside toolkit files, their schemes and the mask of their
+ * values).
  */
 export const PLUGIN_API = Object.freeze({ major: 1, minor: 5 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;

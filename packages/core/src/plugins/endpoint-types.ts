@@ -1,5 +1,6 @@
 import { CORE_ERROR_CODES, ERROR_CODE_PATTERN, isErrorStatus, type ErrorCodeDeclaration } from '../error-codes.js';
 import { scopedLogger } from '../log.js';
+import { Secrets } from '../secrets/secrets.js';
 import type { EndpointType, FunctionCall, NamedFunction } from './plugin-api.js';
 
 /** The call as the function's plugin sees it: the same, with log lines naming that plugin. */
@@ -36,6 +37,9 @@ export class EndpointTypes {
   private readonly types = new Map<string, RegisteredType>();
   private readonly functions = new Map<string, NamedFunction>();
   private readonly errorCodes = new Map<string, PluginErrorCode>();
+
+  /** The secret schemes plugins registered beside env: and file:, and the references toolkit files opened. */
+  constructor(readonly secrets = new Secrets()) {}
 
   addType(type: EndpointType<unknown>, plugin: string): void {
     if (!type || typeof type !== 'object' || typeof type.execute !== 'function')

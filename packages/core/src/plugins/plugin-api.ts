@@ -17,6 +17,9 @@ import type { DatabaseSchema } from '../db/database-schema.js';
 import type { MiddlewarePoint, PluginMiddleware } from './plugin-middleware.js';
 import type { ResponseDescription } from './response-description.js';
 import type { TraceContext } from '../tracing/trace-api.js';
+import type { SecretReference } from '../secrets/secret-reference.js';
+import type { SecretScheme } from '../secrets/secret-schemes.js';
+import type { SecretStreamMask } from '../secrets/secret-mask.js';
 
 export type { TraceContext, ChildSpan, SpanOptions, SpanAttributes } from '../tracing/trace-api.js';
 
@@ -84,6 +87,29 @@ export interface PluginApi {
    * of the Koa ecosystem works unchanged; the order rules are in docs/plugins.md, "Middleware".
    */
   useMiddleware(point: MiddlewarePoint, middleware: PluginMiddleware): void;
+  /**
+   * (1.5) Secrets kept outside toolkit files: `{ secret: "env:NAME" }`, `{ secret: "file:PATH" }` or a scheme a
+   * plugin registers here. Core opens every reference of an endpoint's configuration at load (one that cannot be
+   * opened refuses the toolkit); the endpoint reads the current value per call, and masks what it passes on.
+   */
+  readonly secrets: PluginSecrets;
+}
+
+/** (1.5) PluginApi.secrets. */
+export interface PluginSecrets {
+  /** A scheme of references beside env: and file: (`vault:`, a cloud secret manager); one name, one plugin. */
+  registerScheme(scheme: SecretScheme): void;
+  /**
+   * The current value of a `{ secret }` object of the endpoint's validated configuration (a `file:` changed
+   * on disk is read again within a second). Only for where the credential goes: never log or answer it.
+   */
+  value(reference: SecretReference): string;
+  /** `text` with every secret value the gateway handed out replaced by `***`. */
+  mask(text: string): string;
+  /** JSON-able data with every string masked as `mask` does. */
+  maskData(data: unknown): unknown;
+  /** A mask for a stream of text chunks (a value cut across two chunks is masked too). */
+  maskStream(): SecretStreamMask;
 }
 
 /**

@@ -9,6 +9,7 @@ import { checkApiRange, describeRange, PLUGIN_API_STRING } from './api-version.j
 import { EndpointTypes } from './endpoint-types.js';
 import type { EndpointType, PluginApi, PluginMetrics, TkgatePlugin } from './plugin-api.js';
 import { PluginMiddlewareSet } from './plugin-middleware.js';
+import type { Secrets } from '../secrets/secrets.js';
 
 /** Where a plugin's gauges go when the gateway keeps no metrics (config check). */
 const noPluginMetrics: PluginMetrics = { gauge: () => undefined };
@@ -89,6 +90,8 @@ export interface PluginDeps {
   options?: Record<string, Record<string, unknown>>;
   /** Where plugins' metrics go; none are kept when absent (config check). */
   metrics?: PluginMetrics;
+  /** The gateway's secrets (its logger masks their values); a store of their own when absent. */
+  secrets?: Secrets;
 }
 
 /**
@@ -96,7 +99,7 @@ export interface PluginDeps {
  * registered run before the error goes on: a socket one of them opened must not keep the process alive.
  */
 export async function registerPlugins(imported: ImportedPlugin[], deps: PluginDeps): Promise<LoadedPlugins> {
-  const types = new EndpointTypes();
+  const types = new EndpointTypes(deps.secrets);
   const middleware = new PluginMiddlewareSet(deps.log);
   const cleanups: Array<{ plugin: string; cleanup: () => void | Promise<void> }> = [];
   const close = async () => {
@@ -158,6 +161,13 @@ function pluginApi(
     metrics: deps.metrics ?? noPluginMetrics,
     onClose,
     useMiddleware: (point, fn) => middleware.add(point, fn, name),
+    secrets: {
+      registerScheme: (scheme) => types.secrets.addScheme(scheme, name),
+      value: (reference) => types.secrets.value(reference),
+      mask: (text) => types.secrets.mask.mask(text),
+      maskData: (data) => types.secrets.mask.maskData(data),
+      maskStream: () => types.secrets.mask.stream(),
+    },
   };
 }
 

@@ -4,6 +4,6 @@
  * key's id). Made once per read of the credential, not per request.
  */
 export interface Credential {
-  readonly kind: 'session' | 'api_key';
+  readonly kind: 'session' | 'api_key' | 'jwt';
   readonly id: string;
 }

@@ -62,6 +62,16 @@ export class SessionCache<R = SessionRead> {
     if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
   }
 
+  /** The cached read when it may be trusted, else `read()`'s result, kept with a stamp taken before reading. */
+  async through(key: string, now: number, read: () => Promise<R | undefined>): Promise<R | undefined> {
+    const cached = this.get(key, now);
+    if (cached) return cached;
+    const stamp = this.stamp(now);
+    const fresh = await read();
+    if (fresh) this.set(key, fresh, stamp);
+    return fresh;
+  }
+
   /** Keeps the entry's age: a write of our own does not make the rest of what we read any fresher. */
   update(tokenHash: string, read: R): void {
     const entry = this.entries.get(tokenHash);

@@ -212,6 +212,9 @@ async function compileEndpoint(
     issues.push(...typeConfig.issues);
     return undefined;
   }
+  const toolkitFile = path.resolve(file);
+  for (const problem of await env.types.secrets.openAll(typeConfig.value, { toolkitFile }))
+    issues.push({ path: [...at, ...problem.path], message: problem.message });
   const checkEnv = {
     schema: env.schema,
     functions: env.types.functionNames(),
@@ -219,7 +222,7 @@ async function compileEndpoint(
     dbContextKeys: wrapping.dbContextKeys,
     payloadFields: clientFilter.allowedFields,
     pathParams,
-    toolkitFile: path.resolve(file),
+    toolkitFile,
   };
   for (const issue of runCheck(type, typeConfig.value, checkEnv, config.path, env)) issues.push({ path: [...at, ...issue.path], message: issue.message });
   checkMethods(config, type, typeConfig.value, issues, at);
