@@ -97,4 +97,6 @@ run(tool === 'podman' ? 'podman' : 'buildah', [
   ...storage,
   ...(tool === 'podman' ? ['save', '--format', 'oci-archive', '-o', archive, tag] : ['push', tag, `oci-archive:${archive}:${tag}`]),
 ]);
+// A rebuild leaves the previous image's layers untagged: only the tagged one is kept (vfs stores layers whole).
+run(tool, [...storage, ...(tool === 'podman' ? ['image', 'prune', '--force'] : ['rmi', '--prune'])]);
 process.stdout.write(`${archive} (${tag})\n`);
