@@ -72,6 +72,13 @@ describe('server configuration', () => {
     ['an unknown key', { server: { colour: 'blue' } }, {}, /server\.colour/],
     ['a wrong db.client', { db: { client: 'oracle' } }, {}, /db\.client: must be one of/],
     ['mysql without a url', { db: { client: 'mysql' } }, {}, /db\.url: must be set/],
+    ['postgres without a url', { db: { client: 'postgres' } }, {}, /db\.url: must be set when db\.client is postgres/],
+    [
+      'a mysql:// url for postgres',
+      { db: { client: 'postgres', url: 'mysql://u@127.0.0.1:3306/x' } },
+      {},
+      /db\.url: must start with postgres:\/\/ when db\.client is postgres/,
+    ],
     ['a bad value in an env var', {}, { TKGATE_MAX_SESSIONS: 'many' }, /sessions\.max_per_user/],
     ['a base_url with a trailing slash', { server: { base_url: '/api/' } }, {}, /server\.base_url/],
     ['an unknown rate-limit store', { rate_limits: { store: 'memcached' } }, {}, /rate_limits\.store: must be one of database, redis/],

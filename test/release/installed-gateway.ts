@@ -40,6 +40,15 @@ export function runInstalled(bin: string, args: string[], env: NodeJS.ProcessEnv
   });
 }
 
+/** `tkgate migrate` on an empty database, then the user ops (password ops-password-1), through `cli`. */
+export async function migrateWithUser(cli: (args: string[], stdin?: string) => Promise<Run>): Promise<void> {
+  const migrated = await cli(['migrate']);
+  expect(migrated.code, migrated.stderr).to.equal(0);
+  expect(migrated.stdout).to.match(/^applied: 001_initial/);
+  const added = await cli(['user', 'add', 'ops', '--password-stdin'], 'ops-password-1\n');
+  expect(added.code, added.stderr).to.equal(0);
+}
+
 /**
  * What an operator does first with an installed tkgate, through `bin` (a launcher, or a link to it) in
  * a bare environment: version, migrate, user add, start on SQLite, a login and an exec toolkit call
@@ -71,11 +80,7 @@ export async function exerciseInstall(bin: string, version: string): Promise<voi
 
   const shown = await runInstalled(bin, ['--version'], env);
   expect(shown.stdout, shown.stderr).to.equal(`tkgate ${version}\n`);
-  const migrated = await cli(['migrate']);
-  expect(migrated.code, migrated.stderr).to.equal(0);
-  expect(migrated.stdout).to.match(/^applied: 001_initial/);
-  const added = await cli(['user', 'add', 'ops', '--password-stdin'], 'ops-password-1\n');
-  expect(added.code, added.stderr).to.equal(0);
+  await migrateWithUser(cli);
 
   const child = spawn(bin, ['start', '--config', config], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';

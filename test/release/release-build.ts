@@ -25,3 +25,18 @@ export function releaseArtifacts(): Promise<ReleaseArtifacts> {
   })();
   return built;
 }
+
+let imageBuilt: Promise<string> | undefined;
+
+/**
+ * `npm run image`'s script once per test run, on the release tarball releaseArtifacts() built (it builds the
+ * tarball only when missing): resolves to the OCI archive build/release/tkgate-<version>-oci.tar.
+ */
+export function imageArchive(): Promise<string> {
+  imageBuilt ??= (async () => {
+    const { version } = await releaseArtifacts();
+    await promisify(execFile)(process.execPath, [path.join(repoRoot, 'scripts/release/image.js')], { cwd: repoRoot, maxBuffer: 16 * 1024 * 1024 });
+    return path.join(repoRoot, 'build/release', `tkgate-${version}-oci.tar`);
+  })();
+  return imageBuilt;
+}

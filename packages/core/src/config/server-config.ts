@@ -341,6 +341,9 @@ function normalise(values: unknown, cwd: string): Normalised<typeof declaration>
   return config as Normalised<typeof declaration>;
 }
 
+/** The URL schemes each database server's db.url may have (the first is the one messages name). */
+const DB_URL_SCHEMES: Record<'mysql' | 'postgres', string[]> = { mysql: ['mysql', 'mariadb'], postgres: ['postgres', 'postgresql'] };
+
 /** Loads, validates and normalises the server configuration; throws ConfigError with one line for all problems. */
 export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig {
   const env = options.env ?? process.env;
@@ -361,6 +364,13 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
   const normalised = normalise(config.getProperties(), cwd);
   if (normalised.db.client !== 'sqlite' && !normalised.db.url) {
     throw new ConfigError(`invalid configuration: db.url: must be set when db.client is ${normalised.db.client}`);
+  }
+  if (normalised.db.client !== 'sqlite') {
+    const schemes = DB_URL_SCHEMES[normalised.db.client];
+    const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(normalised.db.url)?.[1]?.toLowerCase();
+    if (!scheme || !schemes.includes(scheme)) {
+      throw new ConfigError(`invalid configuration: db.url: must start with ${schemes[0]}:// when db.client is ${normalised.db.client}`);
+    }
   }
   if (normalised.rate_limits.store === 'redis' && !normalised.rate_limits.redis_url) {
     throw new ConfigError('invalid configuration: rate_limits.redis_url: must be set when rate_limits.store is redis');
