@@ -20,6 +20,7 @@ import { requestLog } from './ops/request-log.js';
 import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-routes.js';
 import type { PluginMiddlewareSet } from './plugins/plugin-middleware.js';
 import type { Tracing } from './tracing/tracing.js';
+import { runRoutes } from './runs/run-routes.js';
 
 export type AppServices = AuthServices &
   PipelineServices & {
@@ -64,6 +65,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
     apiKeyRoutes(services),
     openApiRoutes(services),
     adminAuditRoutes(services),
+    runRoutes(services),
     toolkitRoutes(services, at),
     ...(services.routes ?? []),
   ];

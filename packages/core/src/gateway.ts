@@ -31,6 +31,7 @@ import { describeProblem } from './toolkits/config-issues.js';
 import { ToolkitRegistry, type ReloadOutcome } from './toolkits/toolkit-registry.js';
 import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
 import { createTracing } from './tracing/tracing.js';
+import { Runs } from './runs/runs.js';
 import { UserDirectory } from './users/user-directory.js';
 
 export interface RunningGateway {
@@ -182,6 +183,8 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
     const housekeeping = startHousekeeping(sessions, limiter, db, config, log);
     cleanups.push(() => clearInterval(housekeeping));
 
+    const runs = new Runs({ config, db, registry: toolkits, log, audit, metrics });
+
     const users = new UserDirectory(db, reads);
     const pluginMiddleware = plugins.middleware;
     const app = createApp({
@@ -200,12 +203,16 @@ export async function startGateway(config: ServerConfig, log: Logger, options: G
       audit,
       rateLimitCounters,
       tracing,
+      runs,
     });
     const listener = await createListener(app.callback(), config.server.tls, log);
     cleanups.push(() => listener.close());
     const server = listener.server;
     await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));
+    // Undone before the listener drains: running runs get runs.drain_timeout, and followers' streams end.
+    runs.start();
+    cleanups.push(() => runs.stop());
     checkpoint();
 
     if (metrics.registry && options.worker) await answerPrimaryScrapes(metrics.registry);

@@ -1,11 +1,20 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
-import { GatewayError, jsonDepthExceeds, type AdmissionGate, type ChildSpan, type ConfigIssue, type EndpointCall, type WarnEnvironment } from '@tkgate/core';
-import type { ExecConfig } from './exec-config.js';
+import {
+  GatewayError,
+  jsonDepthExceeds,
+  type AdmissionGate,
+  type CheckEnvironment,
+  type ChildSpan,
+  type ConfigIssue,
+  type EndpointCall,
+  type WarnEnvironment,
+} from '@tkgate/core';
+import { maxOutputOf, timeoutOf, type ExecConfig } from './exec-config.js';
 import { MAX_ARGUMENT_BYTES, type ProcessOutcome, type ProcessSpec } from './run-process.js';
 
 /** Load-time checks: the working directory exists, and a command given by path is an executable file. */
-export function checkExecEndpoint(config: ExecConfig): ConfigIssue[] {
+export function checkExecEndpoint(config: ExecConfig, env: CheckEnvironment): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   if (config.cwd !== undefined) {
     try {
@@ -21,6 +30,27 @@ export function checkExecEndpoint(config: ExecConfig): ConfigIssue[] {
     } catch {
       issues.push({ path: ['command', 0], message: `${program} is not an executable file` });
     }
+  }
+  issues.push(...checkRunKeys(config, env));
+  return issues;
+}
+
+/** Keys of `run: async` only, and a concurrency_key that names a field the context will have. */
+function checkRunKeys(config: ExecConfig, env: CheckEnvironment): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  if (config.run !== 'async') {
+    for (const key of ['max_queued', 'concurrency_key', 'runs'] as const)
+      if (config[key] !== undefined) issues.push({ path: [key], message: 'only for run: async' });
+    return issues;
+  }
+  if (config.concurrency_key !== undefined) {
+    const [source, field] = config.concurrency_key.slice(1).split('.') as [string, string];
+    const known = source === 'payload' ? env.payloadFields === undefined || env.payloadFields.has(field) : env.contextFields.has(field);
+    if (!known)
+      issues.push({
+        path: ['concurrency_key'],
+        message: source === 'payload' ? `names no field: ${field} is not in client_filter.allowed_fields` : `names no field: the context has no ${field}`,
+      });
   }
   return issues;
 }
@@ -47,13 +77,13 @@ export function warnExecEndpoint(config: ExecConfig, env: WarnEnvironment): Conf
 }
 
 /** The program and its arguments: the context JSON is always one argument of its own. */
-function argv(config: ExecConfig, contextArgument: string): [string, string[]] {
+export function argv(config: ExecConfig, contextArgument: string): [string, string[]] {
   if (Array.isArray(config.command)) return [config.command[0]!, [...config.command.slice(1), contextArgument]];
   return ['/bin/sh', ['-c', config.command, 'sh', contextArgument]];
 }
 
 /** TRACEPARENT and TRACESTATE (the conventional names for a process's environment), replacing any the configuration set. */
-function withTrace(env: Record<string, string>, span: ChildSpan): Record<string, string> {
+export function withTrace(env: Record<string, string>, span: ChildSpan): Record<string, string> {
   env.TRACEPARENT = span.traceparent;
   if (span.tracestate === undefined) delete env.TRACESTATE;
   else env.TRACESTATE = span.tracestate;
@@ -103,8 +133,8 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
           cwd: config.cwd,
           env: withTrace({ PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', ...config.env }, span),
           stdin: config.stdin ? context : undefined,
-          timeoutMs: config.timeout,
-          maxOutputBytes: config.max_output_bytes,
+          timeoutMs: timeoutOf(config),
+          maxOutputBytes: maxOutputOf(config),
           signal: call.signal,
         });
       } finally {
@@ -132,7 +162,11 @@ function toData(outcome: ProcessOutcome, call: EndpointCall<ExecConfig>): unknow
     if (outcome.exitCode !== undefined) details.exit_code = outcome.exitCode;
     throw execFailed(outcome.reason, outcome.cause ?? new Error(`command ${outcome.reason}${outcome.signal ? ` (${outcome.signal})` : ''}`), details);
   }
-  const stdout = Buffer.from(outcome.stdout.buffer, outcome.stdout.byteOffset, outcome.stdout.byteLength).toString('utf8');
+  return stdoutData(Buffer.from(outcome.stdout.buffer, outcome.stdout.byteOffset, outcome.stdout.byteLength).toString('utf8'));
+}
+
+/** A command's stdout as data: JSON when it parses, else {"output": text}. */
+export function stdoutData(stdout: string): unknown {
   // JSON nested deeper than the envelope can safely serialise is not taken as data: the client gets it as text.
   if (jsonDepthExceeds(stdout, MAX_JSON_DEPTH)) return { output: stdout };
   try {

@@ -2,6 +2,7 @@ import { AdmissionGate, EndpointGates, type EndpointType, type TkgatePlugin } fr
 import { execConfigSchema, execOptionsSchema, type ExecConfig } from './exec-config.js';
 import { checkExecEndpoint, runExecEndpoint, warnExecEndpoint, type ExecServices } from './exec-endpoint.js';
 import { SpawnPool } from './spawn-pool.js';
+import { execPlan, runDetachedCommand } from './detached-run.js';
 import { chooseLauncher } from './spawner.js';
 
 /** The error codes this type answers with besides core's (docs/errors.md is generated from them). */
@@ -21,8 +22,9 @@ const BUSY = 'too many commands are running; try again shortly';
 
 const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-exec',
-  // 1.4: call.addAuditDetails and `audited` (a command run is recorded in the audit trail by default), call.trace.
-  apiVersion: '^1.4',
+  // 1.4: call.addAuditDetails and `audited` (a command run is recorded in the audit trail by default), call.trace;
+  // 1.5: detached and runDetached (run: async).
+  apiVersion: '^1.5',
   async register(api) {
     api.declareErrors(ERROR_CODES);
     const parsed = await api.readOptions(execOptionsSchema);
@@ -42,6 +44,8 @@ const plugin: TkgatePlugin = {
       check: checkExecEndpoint,
       warn: warnExecEndpoint,
       execute: (call) => runExecEndpoint(call, services),
+      detached: execPlan,
+      runDetached: runDetachedCommand,
       audited: true,
       describeResponse: (config) => ({
         data: { description: 'The command\'s stdout parsed as JSON, or {"output": "<text>"} when it is not JSON.' },

@@ -37,7 +37,16 @@ export class DatabaseSchema {
 }
 
 /** Never readable or writable through toolkit configuration. */
-export const SECRET_TABLES = new Set(['sessions', 'api_keys', 'login_failures', 'audit_events', 'tkgate_migrations', 'tkgate_migrations_lock']);
+export const SECRET_TABLES = new Set([
+  'sessions',
+  'api_keys',
+  'login_failures',
+  'audit_events',
+  'runs',
+  'run_output',
+  'tkgate_migrations',
+  'tkgate_migrations_lock',
+]);
 export const SECRET_COLUMNS = new Set(['users.password_hash']);
 /** Tables tkgate keeps its own books in (plugins' migration records): secret like the above. */
 const BOOKKEEPING_PREFIX = 'tkgate_';

@@ -7,6 +7,7 @@ import * as oidc from './migrations/004_oidc.js';
 import * as apiKeys from './migrations/005_api_keys.js';
 import * as auditEvents from './migrations/006_audit_events.js';
 import * as rateLimits from './migrations/007_rate_limits.js';
+import * as runs from './migrations/009_runs.js';
 
 /** Migrations are compiled in, not globbed from disk, so the installed binary carries them. */
 const migrations: Record<string, Knex.Migration> = {
@@ -17,6 +18,7 @@ const migrations: Record<string, Knex.Migration> = {
   '005_api_keys': apiKeys,
   '006_audit_events': auditEvents,
   '007_rate_limits': rateLimits,
+  '009_runs': runs,
 };
 
 const source: Knex.MigrationSource<string> = {

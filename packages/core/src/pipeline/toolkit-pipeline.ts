@@ -23,6 +23,8 @@ import { groupStep } from './step-6-group.js';
 import { contextStep } from './step-7-context.js';
 import { wrappingStep } from './step-8-wrapping.js';
 import { executeStep } from './step-9-execute.js';
+import { runStep } from './run-step.js';
+import type { Runs } from '../runs/runs.js';
 
 export interface PipelineServices {
   config: ServerConfig;
@@ -37,6 +39,8 @@ export interface PipelineServices {
   audit: AuditTrail;
   /** Where rate-limit budgets are counted (rate_limits.store). */
   rateLimitCounters: RateLimitCounters;
+  /** Runs: endpoints that run as jobs are recorded and answered 202 instead of step 9. */
+  runs: Runs;
 }
 
 /**
@@ -72,6 +76,7 @@ export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly
     .then('wrapping', wrappingStep)                                            // 8. overwrite_wrapping
     .point('before:execute')                                                   //    plugins' middleware
     .then('audit', auditCallStep(audit))                                       //    an audited call's event written  503 unavailable (audit.required)
+    .then('run', runStep(s.runs, s.config.server.base_url))                    //    a detached endpoint: its run recorded 202; 503 busy (queue full)
     .then('execute', executeStep(execute))                                     // 9. the endpoint type's plugin      its own errors
     .middleware;
 }

@@ -7,9 +7,10 @@ import type { ApiRange } from './plugin-api.js';
  * 1.3: useMiddleware, Koa middleware at named points of the request path;
  * 1.4: call.trace, the request's W3C trace context and child spans; call.addAuditDetails and
  * EndpointType.audited, for the audit trail; CheckEnvironment.toolkitFile, for files named relative to the
- * toolkit file).
+ * toolkit file);
+ * 1.5: EndpointType.detached and runDetached, endpoints that run as jobs (runs) writing their output to a sink).
  */
-export const PLUGIN_API = Object.freeze({ major: 1, minor: 4 });
+export const PLUGIN_API = Object.freeze({ major: 1, minor: 5 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;
 
 interface Accepted {

@@ -1,0 +1,120 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import type { DetachedOutcome, DetachedPlan, DetachedRun } from '@tkgate/core';
+import { DEFAULT_MAX_QUEUED, maxOutputOf, timeoutOf, type ExecConfig } from './exec-config.js';
+import { argv, stdoutData } from './exec-endpoint.js';
+import { killGroup, killMarkedAndWait } from './process-groups.js';
+import { MAX_ARGUMENT_BYTES, RUN_MARK_VARIABLE } from './run-process.js';
+
+/** An exec endpoint with `run: async` runs as a job: its queue's limits. */
+export function execPlan(config: ExecConfig): DetachedPlan | undefined {
+  if (config.run !== 'async') return undefined;
+  return {
+    maxConcurrency: config.max_concurrency,
+    maxQueued: config.max_queued ?? DEFAULT_MAX_QUEUED,
+    maxOutputBytes: maxOutputOf(config),
+    concurrencyKey: config.concurrency_key,
+    viewPower: config.runs?.view_power,
+    cancelPower: config.runs?.cancel_power,
+  };
+}
+
+/** Sends a signal to a process group (the command and what it started in it); a group already gone is fine. */
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // Gone already.
+  }
+}
+
+/**
+ * Runs one run of an exec endpoint, spawned here rather than through the spawn helpers: a run lives for minutes
+ * and streams its output as it comes, where the helpers answer a command's output at its end. The command gets its
+ * own process group; stdout and stderr go to the run's sink as they come (stdout is also kept, up to
+ * max_output_bytes, for `result`). Timeout or stop: SIGTERM to the group, SIGKILL `graceMs` later (at once for a
+ * stop with no grace). Once the command exits, whatever it left in its group, and whatever it daemonised out of
+ * it (found by the run's mark in its environment), is killed, as for a call.
+ */
+export function runDetachedCommand(run: DetachedRun<ExecConfig>): Promise<DetachedOutcome> {
+  const { config, output } = run;
+  const context = JSON.stringify(run.context);
+  const oversized = Buffer.byteLength(context) > MAX_ARGUMENT_BYTES;
+  if (oversized && !config.stdin) {
+    output.write(
+      'stderr',
+      Buffer.from(`tkgate: the request context is ${Buffer.byteLength(context)} bytes, over the argument limit; the endpoint may set stdin: true\n`),
+    );
+    return Promise.resolve({ status: 'failed' });
+  }
+  const [file, args] = argv(config, oversized ? '-' : context);
+  const mark = randomUUID();
+  const maxKept = maxOutputOf(config);
+  return new Promise((resolve) => {
+    let child;
+    try {
+      child = spawn(file, args, {
+        cwd: config.cwd,
+        env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', ...config.env, TKGATE_RUN_ID: run.runId, [RUN_MARK_VARIABLE]: mark },
+        detached: true,
+        stdio: [config.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      });
+    } catch (err) {
+      output.write('stderr', Buffer.from(`tkgate: ${path.basename(file)} could not be started: ${(err as Error).message}\n`));
+      resolve({ status: 'failed' });
+      return;
+    }
+    const pid = child.pid;
+    const stdout: Buffer[] = [];
+    let kept = 0;
+    let timedOut = false;
+    let spawnError: Error | undefined;
+    let killer: NodeJS.Timeout | undefined;
+    const stop = (graceMs: number) => {
+      if (!pid) return;
+      signalGroup(pid, 'SIGTERM');
+      clearTimeout(killer);
+      killer = setTimeout(() => killGroup(pid), graceMs);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop(run.graceMs());
+    }, timeoutOf(config));
+    const onStop = () => stop(run.graceMs());
+    run.signal.addEventListener('abort', onStop, { once: true });
+    if (run.signal.aborted) onStop();
+
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output.write('stdout', chunk);
+      if (kept < maxKept) {
+        stdout.push(chunk.subarray(0, maxKept - kept));
+        kept += Math.min(chunk.length, maxKept - kept);
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => output.write('stderr', chunk));
+    if (config.stdin) {
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(context);
+    }
+    let treeKilled: Promise<unknown> = Promise.resolve();
+    child.once('error', (err) => (spawnError = err));
+    child.once('exit', () => {
+      if (pid) killGroup(pid);
+      treeKilled = killMarkedAndWait(`${RUN_MARK_VARIABLE}=${mark}`);
+    });
+    child.once('close', async (code, signal) => {
+      clearTimeout(timer);
+      clearTimeout(killer);
+      run.signal.removeEventListener('abort', onStop);
+      await treeKilled;
+      if (spawnError) {
+        output.write('stderr', Buffer.from(`tkgate: ${path.basename(file)} could not be started: ${spawnError.message}\n`));
+        resolve({ status: 'failed' });
+      } else if (timedOut) resolve({ status: 'timed_out', signal: signal ?? undefined, exitCode: code ?? undefined });
+      else if (signal) resolve({ status: 'failed', signal });
+      else if (code !== 0) resolve({ status: 'failed', exitCode: code ?? -1 });
+      else resolve({ status: 'succeeded', exitCode: 0, result: stdoutData(Buffer.concat(stdout, kept).toString('utf8')) });
+    });
+  });
+}
