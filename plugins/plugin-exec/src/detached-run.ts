@@ -1,11 +1,10 @@
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { DetachedOutcome, DetachedPlan, DetachedRun } from '@tkgate/core';
 import { DEFAULT_MAX_QUEUED, maxOutputOf, timeoutOf, type ExecConfig } from './exec-config.js';
 import { argv, stdoutData } from './exec-endpoint.js';
-import { killGroup, killMarkedAndWait } from './process-groups.js';
-import { MAX_ARGUMENT_BYTES, RUN_MARK_VARIABLE } from './run-process.js';
+import { killGroup } from './process-groups.js';
+import { MAX_ARGUMENT_BYTES } from './run-process.js';
 
 /** An exec endpoint with `run: async` runs as a job: its queue's limits. */
 export function execPlan(config: ExecConfig): DetachedPlan | undefined {
@@ -34,8 +33,9 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
  * and streams its output as it comes, where the helpers answer a command's output at its end. The command gets its
  * own process group; stdout and stderr go to the run's sink as they come (stdout is also kept, up to
  * max_output_bytes, for `result`). Timeout or stop: SIGTERM to the group, SIGKILL `graceMs` later (at once for a
- * stop with no grace). Once the command exits, whatever it left in its group, and whatever it daemonised out of
- * it (found by the run's mark in its environment), is killed, as for a call.
+ * stop with no grace). Once the command exits, whatever it left in its group is killed. Unlike a call, what it
+ * daemonised out of its group is not searched for: that search reads every process's environment, work the
+ * spawn helpers do off the gateway's event loop but a run's end would do on it.
  */
 export function runDetachedCommand(run: DetachedRun<ExecConfig>): Promise<DetachedOutcome> {
   const { config, output } = run;
@@ -49,14 +49,13 @@ export function runDetachedCommand(run: DetachedRun<ExecConfig>): Promise<Detach
     return Promise.resolve({ status: 'failed' });
   }
   const [file, args] = argv(config, oversized ? '-' : context);
-  const mark = randomUUID();
   const maxKept = maxOutputOf(config);
   return new Promise((resolve) => {
     let child;
     try {
       child = spawn(file, args, {
         cwd: config.cwd,
-        env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', ...config.env, TKGATE_RUN_ID: run.runId, [RUN_MARK_VARIABLE]: mark },
+        env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', ...config.env, TKGATE_RUN_ID: run.runId },
         detached: true,
         stdio: [config.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       });
@@ -97,17 +96,12 @@ export function runDetachedCommand(run: DetachedRun<ExecConfig>): Promise<Detach
       child.stdin!.on('error', () => undefined);
       child.stdin!.end(context);
     }
-    let treeKilled: Promise<unknown> = Promise.resolve();
     child.once('error', (err) => (spawnError = err));
-    child.once('exit', () => {
-      if (pid) killGroup(pid);
-      treeKilled = killMarkedAndWait(`${RUN_MARK_VARIABLE}=${mark}`);
-    });
-    child.once('close', async (code, signal) => {
+    child.once('exit', () => pid && killGroup(pid));
+    child.once('close', (code, signal) => {
       clearTimeout(timer);
       clearTimeout(killer);
       run.signal.removeEventListener('abort', onStop);
-      await treeKilled;
       if (spawnError) {
         output.write('stderr', Buffer.from(`tkgate: ${path.basename(file)} could not be started: ${spawnError.message}\n`));
         resolve({ status: 'failed' });
