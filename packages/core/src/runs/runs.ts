@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { purgeIntervalMs } from '../audit/audit-retention.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Database } from '../db/connect.js';
@@ -17,8 +18,6 @@ import { keyOf, RunStore, type ClaimedRun, type NewRun, type QueuedRun } from '.
 
 /** How often an instance looks for queued runs and for cancellations of its own (a freed place is taken within 1 s). */
 export const TICK_MS = 400;
-/** How often the retention purge may be due. */
-const PURGE_CHECK_MS = 60_000;
 /** How long a stopped run has to end after SIGKILL before the stop goes on without it. */
 const KILLED_WAIT_MS = 5_000;
 
@@ -169,7 +168,8 @@ export class Runs {
       this.lastHeartbeat = now;
       steps.push(['heartbeat', () => this.heartbeat(now)], ['lost', () => this.endSilent(now)]);
     }
-    if (now - this.lastPurgeCheck >= PURGE_CHECK_MS) {
+    // As often as a purge may be due (a tenth of runs.retention, at most hourly): the check is one read of one row.
+    if (now - this.lastPurgeCheck >= purgeIntervalMs(this.s.config.runs.retention_ms)) {
       this.lastPurgeCheck = now;
       steps.push(['purge', () => this.purge(now)]);
     }
