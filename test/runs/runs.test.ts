@@ -231,6 +231,12 @@ for (const dialect of dialects) {
       expect(bad.body.error.details.map((problem: { field: string }) => problem.field)).to.deep.equal(['status', 'limit']);
     });
 
+    it('describes an async endpoint in openapi.json as answering 202 with its run, and 503 busy', async () => {
+      const reply = await call('GET', `${base()}/openapi.json`, { token: await s.login('ann') });
+      const responses = reply.body.paths['/tk/app/ops/deploy'].post.responses;
+      expect(Object.keys(responses)).to.include.members(['202', '503']).and.not.include('200');
+    });
+
     it('answers a Last-Event-ID that is not a number 400 naming it', async () => {
       const token = await s.login('ann');
       const id = (await toolkitClient(base(), token).post('ops', 'deploy', {})).body.data.run_id;
