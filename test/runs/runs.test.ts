@@ -48,6 +48,7 @@ const ops = {
     async('slow', [sleeper], { timeout: '1s' }),
     async('single', [sleeper], { max_concurrency: 1, max_queued: 2 }),
     async('watched', [jsonOut], { runs: { view_power: 50, cancel_power: 60 } }),
+    async('held', [sleeper], { max_concurrency: 1, max_queued: 500 }),
   ],
 };
 
@@ -64,7 +65,7 @@ for (const dialect of dialects) {
         { username: 'vic', power: 50 },
         { username: 'root', power: 100 },
       ],
-      { runs: { cancel_grace: '1s' } },
+      { runs: { cancel_grace: '1s', drain_timeout: '1s' } },
       { toolkitsDir: toolkitDir({ 'ops.yaml': ops }) },
     );
     const base = () => s.gateway.base;
@@ -174,6 +175,16 @@ for (const dialect of dialects) {
       expect(cancel.body.data).to.include({ status: 'cancelled', reason: 'cancelled_by' });
       for (const id of [running, queued[1]]) expect((await call('POST', `${base()}/runs/${id}/cancel`, { token })).status).to.equal(202);
       await ended(queued[1], token);
+    });
+
+    it('starts a run of one endpoint while another endpoint has more than a hundred runs waiting', async () => {
+      const client = await ann();
+      const token = await s.login('ann');
+      const first = (await client.post('ops', 'held', {})).body.data.run_id;
+      await eventually('the held endpoint runs', async () => (await runOf(first, token)).body.data.status === 'running');
+      for (let i = 0; i < 101; i++) expect((await client.post('ops', 'held', {})).status).to.equal(202);
+      const id = (await client.post('ops', 'deploy', {})).body.data.run_id;
+      expect(await ended(id, token)).to.include({ status: 'succeeded' });
     });
 
     it('ends timed_out (reason timeout), failed with the exit code, and truncated past max_output_bytes while the command goes on', async () => {

@@ -5,8 +5,9 @@ import type { Database } from '../db/connect.js';
 import { writeTransaction } from '../db/write-transaction.js';
 import { ENDED_STATUSES, RUN_COLUMNS, toRunRow, type RunReason, type RunRow, type RunStatus } from './run-record.js';
 
-/** A queue's name: the endpoint's toolkit and path, hashed to a fixed width. */
-export const queueOf = (toolkit: string, endpoint: string): string => createHash('sha256').update(`${toolkit}\0${endpoint}`).digest('hex');
+/** A queue's name: the endpoint's toolkit, path and method, hashed to a fixed width. */
+export const queueOf = (toolkit: string, endpoint: string, method: string): string =>
+  createHash('sha256').update(`${toolkit}\0${endpoint}\0${method}`).digest('hex');
 /** A concurrency key's value, hashed: the value itself (a payload field) is never stored. */
 export const keyOf = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex');
 
@@ -29,6 +30,9 @@ export interface NewRun {
 
 /** A queued run an instance may start: which endpoint, to find its limits. */
 export type QueuedRun = Pick<RunRow, 'id' | 'toolkit' | 'endpoint' | 'method' | 'queue' | 'concurrency_key'>;
+
+/** A queue with runs waiting, and its endpoint. */
+export type WaitingQueue = Pick<RunRow, 'queue' | 'toolkit' | 'endpoint' | 'method'>;
 
 /** A run this instance has claimed, with the context it runs on (erased from the row by the claim). */
 export interface ClaimedRun extends QueuedRun {
@@ -91,7 +95,7 @@ export class RunStore {
 
   /** Records a queued run, unless its queue already has `maxQueued` waiting: then false. */
   async submit(run: NewRun, maxQueued: number): Promise<boolean> {
-    const queue = queueOf(run.toolkit, run.endpoint);
+    const queue = queueOf(run.toolkit, run.endpoint, run.method);
     return writeTransaction(this.db, async (trx) => {
       await lockQueue(trx, queue, run.queuedAt);
       const row = await trx('runs').where({ queue, status: 'queued' }).count({ n: '*' }).first();
@@ -123,13 +127,23 @@ export class RunStore {
     return row ? toRunRow(row) : undefined;
   }
 
-  /** The oldest queued runs, one indexed read: what an instance looks at on every tick. */
-  async queued(): Promise<QueuedRun[]> {
-    return this.db('runs')
+  /**
+   * The queues that have waiting runs, the one waiting longest first, with the endpoint each belongs to: one read,
+   * what an instance looks at on every tick. By queue, not by run, so that a long queue never hides a short one.
+   */
+  async waitingQueues(): Promise<WaitingQueue[]> {
+    return (await this.db('runs')
       .where({ status: 'queued' })
-      .orderBy([{ column: 'queued_at' }, { column: 'id' }])
-      .limit(CANDIDATES)
-      .select('id', 'toolkit', 'endpoint', 'method', 'queue', 'concurrency_key');
+      .groupBy('queue', 'toolkit', 'endpoint', 'method')
+      .select('queue', 'toolkit', 'endpoint', 'method')
+      .min({ oldest: 'queued_at' })
+      .orderBy('oldest')
+      .limit(CANDIDATES)) as WaitingQueue[];
+  }
+
+  /** The ids of a queue's waiting runs. */
+  async waitingIn(queue: string): Promise<string[]> {
+    return (await this.db('runs').where({ queue, status: 'queued' }).limit(CANDIDATES).pluck('id')) as string[];
   }
 
   /**

@@ -14,7 +14,7 @@ import type { ToolkitRegistry } from '../toolkits/toolkit-registry.js';
 import { BatchedChunkWriter, RunOutput } from './run-output.js';
 import { RunFeeds, type RunEnding } from './run-feeds.js';
 import type { RunReason, RunStatus } from './run-record.js';
-import { keyOf, RunStore, type ClaimedRun, type NewRun, type QueuedRun } from './run-store.js';
+import { keyOf, RunStore, type ClaimedRun, type NewRun, type WaitingQueue } from './run-store.js';
 
 /** How often an instance looks for queued runs and for cancellations of its own (a freed place is taken within 1 s). */
 export const TICK_MS = 400;
@@ -182,31 +182,30 @@ export class Runs {
     }
   }
 
-  /** The queues of the oldest queued runs, oldest first; each claimed under its lock. */
+  /** The queues with waiting runs, the longest-waiting first; each claimed under its lock. */
   private async claimQueued(): Promise<void> {
-    const queued = await this.store.queued();
-    const seen = new Set<string>();
-    for (const run of queued) {
-      if (seen.has(run.queue) || this.draining) continue;
-      seen.add(run.queue);
-      const endpoint = this.endpointOf(run);
+    for (const queue of await this.store.waitingQueues()) {
+      if (this.draining) return;
+      const endpoint = this.endpointOf(queue);
       const plan = endpoint && this.planOf(endpoint);
       if (!endpoint || !plan) {
-        await this.endUnknown(run);
+        await this.endUnknown(queue);
         continue;
       }
-      for (const claimed of await this.store.claim(run.queue, plan.maxConcurrency, this.instance, Date.now())) this.run(claimed, endpoint, plan);
+      for (const claimed of await this.store.claim(queue.queue, plan.maxConcurrency, this.instance, Date.now())) this.run(claimed, endpoint, plan);
     }
   }
 
-  private endpointOf(run: Pick<QueuedRun, 'toolkit' | 'endpoint' | 'method'>): CompiledEndpoint | undefined {
+  private endpointOf(run: WaitingQueue): CompiledEndpoint | undefined {
     return this.s.registry.snapshot.get(run.toolkit)?.routes.get(run.endpoint)?.get(run.method);
   }
 
-  /** A queued run whose endpoint is gone, or runs as a job no more: it can never start. */
-  private async endUnknown(run: QueuedRun): Promise<void> {
+  /** The queued runs of an endpoint that is gone, or runs as a job no more: they can never start. */
+  private async endUnknown(queue: WaitingQueue): Promise<void> {
     const end = { status: 'failed' as const, reason: 'definition_changed' as const, outputBytes: 0, outputTruncated: false, endedAt: Date.now() };
-    if (await this.store.end(run.id, ['queued'], end)) this.ended(run.id, run.toolkit, run.endpoint, end.status, null, null, end.reason);
+    for (const id of await this.store.waitingIn(queue.queue)) {
+      if (await this.store.end(id, ['queued'], end)) this.ended(id, queue.toolkit, queue.endpoint, end.status, null, null, end.reason);
+    }
   }
 
   /** Runs a claimed run here, to its end. */
