@@ -7,7 +7,7 @@ import { dialects } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { alive, scriptWriter } from '../support/executables.js';
 import { writeConfig } from '../support/gateway-process.js';
-import { call, toolkitClient } from '../support/http.js';
+import { apiKeyOf, call, toolkitClient } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
 import { SseFollower } from '../support/sse-client.js';
 import { withDatabase, withGateway } from '../support/suite.js';
@@ -224,7 +224,14 @@ for (const dialect of dialects) {
       const bobsList = await call('GET', `${base()}/runs?toolkit=ops`, { token: bob });
       expect(bobsList.body.data.runs.map((run: { id: string }) => run.id)).not.to.include(id);
       const vicsList = await call('GET', `${base()}/runs?endpoint=watched`, { token: await s.login('vic') });
-      expect(vicsList.body.data.runs.map((run: { id: string }) => run.id)).to.include(id);
+      expect(vicsList.body.data.runs.map((run: { id: string }) => run.id)).to.include(id); // Through an API key of ann's: seen when its scope holds the toolkit, not found when it does not.
+      const scoped = await apiKeyOf(base(), annToken, { name: 'ops', toolkits: ['ops'] });
+      const elsewhere = await apiKeyOf(base(), annToken, { name: 'other', toolkits: ['notes'] });
+      expect((await runOf(id, scoped.key)).status).to.equal(200);
+      const outside = await runOf(id, elsewhere.key);
+      expect(outside.status).to.equal(404);
+      expect(outside.body.error.code).to.equal('run_not_found');
+      expect((await call('GET', `${base()}/runs`, { token: elsewhere.key })).body.data.runs).to.deep.equal([]);
     });
 
     it('lists runs newest first with filters and a cursor', async () => {
