@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
+import { eventually } from '../support/eventually.js';
 import { toolkitClient } from '../support/http.js';
 import { scrape } from '../support/ops.js';
 import { repoRoot } from '../support/paths.js';
@@ -58,6 +59,7 @@ describe('the Grafana dashboard docs/grafana/tkgate.json', () => {
           endpoints: [
             { path: 'echo', method: 'GET', type: 'internal', handler: 'echo' },
             { path: 'limited', method: 'GET', type: 'internal', handler: 'echo', rate_limit: { limit: 1, window: '24h', per: 'endpoint' } },
+            { path: 'job', method: 'GET', type: 'exec', run: 'async', command: ['/bin/true'] },
           ],
         },
       }),
@@ -82,6 +84,10 @@ describe('the Grafana dashboard docs/grafana/tkgate.json', () => {
     expect((await c.get('board', 'nothing')).status).to.equal(404);
     expect((await c.get('board', 'limited')).status).to.equal(200);
     expect((await c.get('board', 'limited')).status).to.equal(429);
+    // A run that ends: tkgate_runs_total has its first series.
+    const run = await c.get('board', 'job');
+    expect(run.status).to.equal(202);
+    await eventually('the run ends', async () => (await scrape(s.gateway)).samples.some((sample) => sample.name === 'tkgate_runs_total'));
     const exported = new Set((await scrape(s.gateway)).samples.map((sample) => sample.name));
     const used = new Set<string>();
     for (const panel of queries) {

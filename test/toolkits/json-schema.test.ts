@@ -92,7 +92,7 @@ describe('tkgate schema: the JSON Schema of toolkit files', function () {
     const examples: Array<[string, unknown]> = [];
     const configDir = path.join(repoRoot, 'config/toolkits');
     for (const file of readdirSync(configDir)) examples.push([`config/toolkits/${file}`, YAML.parse(readFileSync(path.join(configDir, file), 'utf8'))]);
-    for (const doc of ['docs/toolkits.md', 'docs/plugins.md', 'README.md']) examples.push(...markdownExamples(path.join(repoRoot, doc)));
+    for (const doc of ['docs/toolkits.md', 'docs/plugins.md', 'docs/runs.md', 'README.md']) examples.push(...markdownExamples(path.join(repoRoot, doc)));
     for (const toolkit of [shop, disabled, library]) examples.push([`test/pipeline/shop-toolkit.ts ${toolkit.name}`, toolkit]);
     expect(examples.length).to.be.greaterThan(6);
     for (const [where, document] of examples) {

@@ -23,6 +23,7 @@ import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-routes.
 import type { PluginMiddlewareSet } from './plugins/plugin-middleware.js';
 import type { Tracing } from './tracing/tracing.js';
 import type { SecretMask } from './secrets/secret-mask.js';
+import { runRoutes } from './runs/run-routes.js';
 
 export type AppServices = AuthServices &
   PipelineServices & {
@@ -88,6 +89,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
     apiKeyRoutes(services),
     openApiRoutes(services),
     adminAuditRoutes(services),
+    runRoutes(services),
     toolkitRoutes(services, at),
     ...(services.routes ?? []),
   ];

@@ -39,6 +39,7 @@ import { ToolkitRegistry, type ReloadOutcome } from './toolkits/toolkit-registry
 import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
 import { ToolkitVersions } from './toolkits/toolkit-versions.js';
 import { createTracing } from './tracing/tracing.js';
+import { Runs } from './runs/runs.js';
 import { UserDirectory } from './users/user-directory.js';
 
 export interface RunningGateway {
@@ -220,6 +221,8 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     const housekeeping = startHousekeeping(sessions, limiter, db, config, log);
     cleanups.push(() => clearInterval(housekeeping));
 
+    const runs = new Runs({ config, db, registry: toolkits, log, audit, metrics });
+
     const users = new UserDirectory(db, reads);
     // Workload tokens act as a configured user, read as an API key's owner is (trusted as long as a session read).
     const jwtIssuers = new JwtIssuers(config.auth.jwt_issuers, users, new SessionCache(freshness), log);
@@ -242,11 +245,15 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       audit,
       rateLimitCounters,
       tracing,
+      runs,
     });
     handle = app.callback();
     serveUpgrades(server, handle);
     if (!listeningEarly) await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));
+    // Undone before the listener drains: running runs get runs.drain_timeout, and followers' streams end.
+    runs.start();
+    cleanups.push(() => runs.stop());
     checkpoint();
 
     if (metrics.registry && options.worker) await answerPrimaryScrapes(metrics.registry);

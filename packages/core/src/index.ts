@@ -60,6 +60,10 @@ export type {
   PluginApi,
   EndpointType,
   EndpointCall,
+  DetachedPlan,
+  DetachedRun,
+  DetachedOutcome,
+  OutputSink,
   EndpointIdentity,
   IncomingRequest,
   CheckEnvironment,
@@ -85,6 +89,10 @@ export { DatabaseSchema, unreadable, CORE_TABLES } from './db/database-schema.js
 export { NOT_CONVERTIBLE } from './db/column-types.js';
 export type { ColumnType, ColumnKind } from './db/column-types.js';
 export { jsonDepthExceeds } from './json/json-limits.js';
+export { RunStore } from './runs/run-store.js';
+export type { OutputChunk } from './runs/run-store.js';
+export { runData, ALL_STATUSES as RUN_STATUSES, ENDED_STATUSES as ENDED_RUN_STATUSES } from './runs/run-record.js';
+export type { RunRow, RunStatus } from './runs/run-record.js';
 export { jsonText, isJsonText } from './json/json-text.js';
 export type { JsonText, JsonTextProblem } from './json/json-text.js';
 /** zod, for plugin config schemas (any Standard Schema library works too). */

@@ -24,8 +24,19 @@ export const execConfigSchema = z
       .describe(
         'Where the context JSON goes: argument (default: the last argument, "$1" of a string command), stdin (written to stdin, no argument), env (the variable TKGATE_CONTEXT, no argument) or none (nothing: for commands that take no input).',
       ),
-    timeout: durationMs.default(10_000).describe('The command is killed (its whole process group) after this long (default 10s).'),
-    max_output_bytes: z.number().int().min(1).default(1_048_576).describe('The most stdout accepted (default 1 MiB); more is 500 exec_failed.'),
+    run: z
+      .enum(['sync', 'async'])
+      .default('sync')
+      .describe('sync: the call waits for the command and answers its output; async: the call answers 202 with a run to follow (docs/runs.md).'),
+    timeout: durationMs.optional().describe('The command is killed (its whole process group) after this long (default 10s; 1h with run: async).'),
+    max_output_bytes: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        'sync: the most stdout accepted (default 1 MiB), more is 500 exec_failed; async: the output kept per run (default 16 MiB), past it the command goes on.',
+      ),
     cwd: z.string().min(1).optional().describe('The working directory of the command; must exist.'),
     /** The child's whole environment, plus PATH: nothing else of the gateway's environment leaks to it. */
     env: z
@@ -39,13 +50,31 @@ export const execConfigSchema = z
       .boolean()
       .default(false)
       .describe('With context: argument, true also writes the context JSON to stdin (the last argument is "-" for contexts over 128 KiB).'),
-    max_concurrency: z.number().int().min(1).default(4).describe('Processes of this endpoint at once (default 4).'),
+    max_concurrency: z.number().int().min(1).default(4).describe('Processes of this endpoint at once (default 4); with run: async, across all instances.'),
     max_queue: z.number().int().min(0).default(32).describe('Requests waiting for a place (default 32); past it 503 busy.'),
+    max_queued: z.number().int().min(0).optional().describe('run: async: runs waiting, across all instances (default 100); past it 503 busy.'),
+    concurrency_key: z
+      .string()
+      .regex(/^\$(payload|context)\.[A-Za-z_][A-Za-z0-9_]*$/, 'must be $payload.<field> or $context.<field>')
+      .optional()
+      .describe('run: async: runs with one value of this field run one at a time, oldest first ($payload.<field> or $context.<field>).'),
+    runs: z
+      .strictObject({
+        view_power: z.number().int().optional().describe("Power that sees this endpoint's runs besides their caller (default auth.admin_power)."),
+        cancel_power: z.number().int().optional().describe("Power that cancels this endpoint's runs besides their caller (default auth.admin_power)."),
+      })
+      .optional()
+      .describe('run: async: who besides the caller sees and cancels the runs.'),
   })
   .refine((config) => !config.stdin || config.context === 'argument', {
     path: ['stdin'],
     message: 'stdin: true goes with context: argument only (context: stdin writes the context to stdin alone)',
   });
+
+/** Defaults that depend on `run`: a job may take an hour and keep 16 MiB of output; a call, 10 s and 1 MiB. */
+export const timeoutOf = (config: ExecConfig): number => config.timeout ?? (config.run === 'async' ? 3_600_000 : 10_000);
+export const maxOutputOf = (config: ExecConfig): number => config.max_output_bytes ?? (config.run === 'async' ? 16_777_216 : 1_048_576);
+export const DEFAULT_MAX_QUEUED = 100;
 
 export type ExecConfig = z.infer<typeof execConfigSchema>;
 

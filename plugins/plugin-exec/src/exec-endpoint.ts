@@ -5,17 +5,18 @@ import {
   isSecretReference,
   jsonDepthExceeds,
   type AdmissionGate,
+  type CheckEnvironment,
   type ChildSpan,
   type ConfigIssue,
   type EndpointCall,
   type PluginSecrets,
   type WarnEnvironment,
 } from '@tkgate/core';
-import { CONTEXT_VARIABLE, type ExecConfig } from './exec-config.js';
+import { CONTEXT_VARIABLE, maxOutputOf, timeoutOf, type ExecConfig } from './exec-config.js';
 import { MAX_ARGUMENT_BYTES, type ProcessOutcome, type ProcessSpec } from './run-process.js';
 
 /** Load-time checks: the working directory exists, and a command given by path is an executable file. */
-export function checkExecEndpoint(config: ExecConfig): ConfigIssue[] {
+export function checkExecEndpoint(config: ExecConfig, env: CheckEnvironment): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   if (config.cwd !== undefined) {
     try {
@@ -31,6 +32,27 @@ export function checkExecEndpoint(config: ExecConfig): ConfigIssue[] {
     } catch {
       issues.push({ path: ['command', 0], message: `${program} is not an executable file` });
     }
+  }
+  issues.push(...checkRunKeys(config, env));
+  return issues;
+}
+
+/** Keys of `run: async` only, and a concurrency_key that names a field the context will have. */
+function checkRunKeys(config: ExecConfig, env: CheckEnvironment): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  if (config.run !== 'async') {
+    for (const key of ['max_queued', 'concurrency_key', 'runs'] as const)
+      if (config[key] !== undefined) issues.push({ path: [key], message: 'only for run: async' });
+    return issues;
+  }
+  if (config.concurrency_key !== undefined) {
+    const [source, field] = config.concurrency_key.slice(1).split('.') as [string, string];
+    const known = source === 'payload' ? env.payloadFields === undefined || env.payloadFields.has(field) : env.contextFields.has(field);
+    if (!known)
+      issues.push({
+        path: ['concurrency_key'],
+        message: source === 'payload' ? `names no field: ${field} is not in client_filter.allowed_fields` : `names no field: the context has no ${field}`,
+      });
   }
   return issues;
 }
@@ -57,17 +79,17 @@ export function warnExecEndpoint(config: ExecConfig, env: WarnEnvironment): Conf
 }
 
 /** Linux bounds one argument and one environment string alike (MAX_ARG_STRLEN): the context in either must fit. */
-const limitedBySize = (config: ExecConfig) => config.context === 'argument' || config.context === 'env';
+export const limitedBySize = (config: ExecConfig) => config.context === 'argument' || config.context === 'env';
 
 /** The program and its arguments: the context JSON, when it goes in the arguments, is always one of its own. */
-function argv(config: ExecConfig, contextArgument: string | undefined): [string, string[]] {
+export function argv(config: ExecConfig, contextArgument: string | undefined): [string, string[]] {
   const extra = contextArgument === undefined ? [] : [contextArgument];
   if (Array.isArray(config.command)) return [config.command[0]!, [...config.command.slice(1), ...extra]];
   return ['/bin/sh', ['-c', config.command, 'sh', ...extra]];
 }
 
 /** Where the context goes for this run: the argument, stdin and TKGATE_CONTEXT, each when the endpoint says so. */
-function contextPlaces(config: ExecConfig, context: string, oversized: boolean): { argument?: string; stdin?: string; variable?: string } {
+export function contextPlaces(config: ExecConfig, context: string, oversized: boolean): { argument?: string; stdin?: string; variable?: string } {
   switch (config.context) {
     case 'argument':
       return { argument: oversized ? '-' : context, ...(config.stdin && { stdin: context }) };
@@ -81,14 +103,14 @@ function contextPlaces(config: ExecConfig, context: string, oversized: boolean):
 }
 
 /** The configured environment with each secret reference's current value (a changed secret file is used at once). */
-function configuredEnv(config: ExecConfig, secrets: PluginSecrets): Record<string, string> {
+export function configuredEnv(config: ExecConfig, secrets: PluginSecrets): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(config.env)) env[name] = isSecretReference(value) ? secrets.value(value) : value;
   return env;
 }
 
 /** TRACEPARENT and TRACESTATE (the conventional names for a process's environment), replacing any the configuration set. */
-function withTrace(env: Record<string, string>, span: ChildSpan): Record<string, string> {
+export function withTrace(env: Record<string, string>, span: ChildSpan): Record<string, string> {
   env.TRACEPARENT = span.traceparent;
   if (span.tracestate === undefined) delete env.TRACESTATE;
   else env.TRACESTATE = span.tracestate;
@@ -156,8 +178,8 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
             span,
           ),
           stdin: places.stdin,
-          timeoutMs: config.timeout,
-          maxOutputBytes: config.max_output_bytes,
+          timeoutMs: timeoutOf(config),
+          maxOutputBytes: maxOutputOf(config),
           signal: call.signal,
         });
       } finally {
@@ -191,8 +213,12 @@ function toData(outcome: ProcessOutcome, call: EndpointCall<ExecConfig>, secrets
     if (outcome.exitCode !== undefined) details.exit_code = outcome.exitCode;
     throw execFailed(outcome.reason, outcome.cause ?? new Error(`command ${outcome.reason}${outcome.signal ? ` (${outcome.signal})` : ''}`), details);
   }
-  // Masked as text (the value as printed), then as data (a value JSON wrote with escapes).
-  const stdout = secrets.mask(Buffer.from(outcome.stdout.buffer, outcome.stdout.byteOffset, outcome.stdout.byteLength).toString('utf8'));
+  return stdoutData(Buffer.from(outcome.stdout.buffer, outcome.stdout.byteOffset, outcome.stdout.byteLength).toString('utf8'), secrets);
+}
+
+/** A command's stdout as data: JSON when it parses, else {"output": text}; masked as text (the value as printed), then as data (a value JSON wrote with escapes). */
+export function stdoutData(printed: string, secrets: PluginSecrets): unknown {
+  const stdout = secrets.mask(printed);
   // JSON nested deeper than the envelope can safely serialise is not taken as data: the client gets it as text.
   if (jsonDepthExceeds(stdout, MAX_JSON_DEPTH)) return { output: stdout };
   try {

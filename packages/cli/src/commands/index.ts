@@ -7,6 +7,7 @@ import { exampleSetup } from './example.js';
 import { groupAdd, groupAssoc, groupOverride } from './group.js';
 import { migrate } from './migrate.js';
 import { openapi } from './openapi.js';
+import { runsCancel, runsList, runsOutput, runsShow } from './runs.js';
 import { schema } from './schema.js';
 import { sessionsClear } from './sessions.js';
 import { start } from './start.js';
@@ -33,6 +34,10 @@ const all = [
   apikeyList,
   apikeyRevoke,
   audit,
+  runsList,
+  runsShow,
+  runsOutput,
+  runsCancel,
   configCheck,
   openapi,
   schema,

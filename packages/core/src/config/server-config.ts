@@ -119,6 +119,15 @@ const declaration = {
     }),
     retention: duration('90d', { doc: 'audit events older than this are purged (by one instance at a time)' }, { minMs: 60_000 }),
   },
+  runs: {
+    heartbeat: duration('2s', { doc: 'how often the instance running a run records that it is alive' }, { minMs: 100 }),
+    lost_after: duration('30s', { doc: 'a running run whose heartbeat is older than this is ended lost (instance_lost) by any instance' }, { minMs: 1_000 }),
+    cancel_grace: duration('10s', { doc: 'a cancelled run gets SIGTERM, then SIGKILL after this long' }),
+    drain_timeout: duration('30s', {
+      doc: 'on SIGTERM, how long running runs may go on before they are killed and ended failed (gateway_stopped)',
+    }),
+    retention: duration('30d', { doc: 'ended runs and their output older than this are purged (by one instance at a time)' }, { minMs: 60_000 }),
+  },
   toolkits: {
     dir: filePath('./config/toolkits', { doc: 'one file per toolkit (.yaml, .yml or .json)', env: 'TKGATE_TOOLKITS_DIR' }),
     watch: flag(true, { doc: 'hot reload', env: 'TKGATE_TOOLKITS_WATCH' }),

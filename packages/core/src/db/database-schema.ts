@@ -52,6 +52,8 @@ export const SECRET_TABLES = new Set([
   'login_failures',
   'audit_events',
   'toolkit_versions',
+  'runs',
+  'run_output',
   'tkgate_migrations',
   'tkgate_migrations_lock',
 ]);

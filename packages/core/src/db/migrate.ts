@@ -8,6 +8,7 @@ import * as apiKeys from './migrations/005_api_keys.js';
 import * as auditEvents from './migrations/006_audit_events.js';
 import * as rateLimits from './migrations/007_rate_limits.js';
 import * as toolkitVersions from './migrations/008_toolkit_versions.js';
+import * as runs from './migrations/009_runs.js';
 
 /** Migrations are compiled in, not globbed from disk, so the installed binary carries them. */
 const migrations: Record<string, Knex.Migration> = {
@@ -19,6 +20,7 @@ const migrations: Record<string, Knex.Migration> = {
   '006_audit_events': auditEvents,
   '007_rate_limits': rateLimits,
   '008_toolkit_versions': toolkitVersions,
+  '009_runs': runs,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -10,6 +10,16 @@ const NOT_FOUND: ErrorCase[] = [
   { status: 404, code: 'toolkit_not_found', description: 'the toolkit was removed or disabled since.' },
   { status: 404, code: 'endpoint_not_found', description: 'the endpoint was removed since.' },
 ];
+const RUN_QUEUE_FULL: ErrorCase = { status: 503, code: 'busy', description: "the endpoint's queue of runs is full (max_queued); see Retry-After." };
+const RUN_ACCEPTED: JsonSchema = {
+  type: 'object',
+  required: ['run_id', 'status', 'links'],
+  properties: {
+    run_id: { type: 'string' },
+    status: { type: 'string', enum: ['queued'] },
+    links: { type: 'object', properties: { self: { type: 'string' }, output: { type: 'string' }, cancel: { type: 'string' } } },
+  },
+};
 const DB_CONTEXT_FAILED: ErrorCase = { status: 500, code: 'db_context_failed', description: 'reading inject_db_context failed; the cause is logged.' };
 
 export interface ToolkitPathOptions {
@@ -62,10 +72,13 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
     op.requestBody = requestBody(filter, fields, maxBodyBytes);
     errors.push(PAYLOAD_TOO_LARGE);
   }
-  const responses = {
-    200: described.raw ?? successResponse("The endpoint's result, in the envelope.", described.data),
-    ...errorResponses(errors),
-  };
+  // An endpoint that runs as a job (docs/runs.md) answers 202 with its run, whatever its type answers a call with.
+  const detached = endpoint.type.runDetached !== undefined && endpoint.type.detached?.(endpoint.typeConfig) !== undefined;
+  if (detached) errors.push(RUN_QUEUE_FULL);
+  const success: Record<string, JsonSchema> = detached
+    ? { 202: successResponse('The run is recorded; follow it at links.self (Location) and links.output.', RUN_ACCEPTED) }
+    : { 200: described.raw ?? successResponse("The endpoint's result, in the envelope.", described.data) };
+  const responses = { ...success, ...errorResponses(errors) };
   if (rateLimit) withRateLimit(op, responses, rateLimit);
   op.responses = responses;
   return op;

@@ -29,6 +29,10 @@ export interface GatewayMetrics extends PluginMetrics {
   rateLimitStoreFailure(outcome: StoreFailureOutcome): void;
   /** The live sessions in the database, counted at every scrape (one figure for all workers: their max). */
   sessions(read: () => Promise<number>): void;
+  /** tkgate_runs_total: a run ended, by its endpoint and status. */
+  runEnded(toolkit: string, endpoint: string, status: string): void;
+  /** tkgate_runs_running (this instance's, summed over workers) and tkgate_runs_queued (the database's, across instances). */
+  runs(running: () => number, queued: () => Promise<number>): void;
 }
 
 /** Seconds: from a fast status call (~1 ms) to a slow upstream (the default timeouts are 10 s). */
@@ -44,6 +48,8 @@ export const noMetrics: GatewayMetrics = {
   rateLimited: () => undefined,
   rateLimitStoreFailure: () => undefined,
   sessions: () => undefined,
+  runEnded: () => undefined,
+  runs: () => undefined,
   gauge: () => undefined,
 };
 
@@ -93,6 +99,12 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
     labelNames: ['outcome'],
     registers,
   });
+  const runsEnded = new Counter({
+    name: 'tkgate_runs_total',
+    help: 'Runs ended, by toolkit, endpoint and status (succeeded, failed, timed_out, cancelled, lost)',
+    labelNames: ['toolkit', 'endpoint', 'status'],
+    registers,
+  });
   // Zero rows for every result, so rate() and dashboards see the series before the first event.
   for (const result of ['success', 'invalid', 'rate_limited', 'busy']) logins.inc({ result, method: 'password' }, 0);
   for (const result of ['success', 'invalid']) logins.inc({ result, method: 'oidc' }, 0);
@@ -134,6 +146,11 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
     rateLimited: (route) => rateLimited.inc({ route }),
     rateLimitStoreFailure: (outcome) => storeFailures.inc({ outcome }),
     sessions: (read) => databaseGauge('tkgate_sessions', 'Live sessions in the database', read),
+    runEnded: (toolkit, endpoint, status) => runsEnded.inc({ toolkit, endpoint, status }),
+    runs: (running, queued) => {
+      gauge('tkgate_runs_running', 'Runs running on this instance', running);
+      databaseGauge('tkgate_runs_queued', 'Runs waiting to start, across all instances', queued);
+    },
     gauge,
   };
 }

@@ -20,7 +20,7 @@ export interface AuditCallServices {
 type AuditingState = ExecutingState & Authenticated & PayloadFiltered;
 
 /** The payload fields listed in audit_fields that the call has: nothing else of the payload is ever kept. */
-function listedFields(payload: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> | undefined {
+export function listedFields(payload: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> | undefined {
   let kept: Record<string, unknown> | undefined;
   for (const field of fields) if (Object.hasOwn(payload, field)) (kept ??= {})[field] = payload[field];
   return kept;

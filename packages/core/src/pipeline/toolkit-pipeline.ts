@@ -27,6 +27,8 @@ import { wrappingStep } from './step-8-wrapping.js';
 import { executeStep } from './step-9-execute.js';
 import { OpenSockets } from './open-sockets.js';
 import { StreamEnds } from './stream-ends.js';
+import { runStep } from './run-step.js';
+import type { Runs } from '../runs/runs.js';
 
 export interface PipelineServices {
   config: ServerConfig;
@@ -42,6 +44,8 @@ export interface PipelineServices {
   audit: AuditTrail;
   /** Where rate-limit budgets are counted (rate_limits.store). */
   rateLimitCounters: RateLimitCounters;
+  /** Runs: endpoints that run as jobs are recorded and answered 202 instead of step 9. */
+  runs: Runs;
 }
 
 /**
@@ -79,6 +83,7 @@ export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly
     .then('wrapping', wrappingStep)                                            // 8. overwrite_wrapping
     .point('before:execute')                                                   //    plugins' middleware
     .then('audit', auditCallStep(audit))                                       //    an audited call's event written  503 unavailable (audit.required)
+    .then('run', runStep(s.runs, s.config.server.base_url))                    //    a detached endpoint: its run recorded 202; 503 busy (queue full)
     .then('execute', executeStep(execute))                                     // 9. the endpoint type's plugin      its own errors
     .middleware;
 }

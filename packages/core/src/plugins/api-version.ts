@@ -14,7 +14,8 @@ import type { ApiRange } from './plugin-api.js';
  * `path_params` in a template endpoint's request context; call.incoming, the client's request as received,
  * EndpointType.methods and StreamedResponse headers sent several times, for a type that forwards the request
  * itself; secrets, references to secrets kept outside toolkit files, their schemes and the mask of their
- * values).
+ * values; EndpointType.detached and runDetached, endpoints that run as jobs (runs) writing their output to a
+ * sink).
  */
 export const PLUGIN_API = Object.freeze({ major: 1, minor: 5 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;

@@ -164,6 +164,67 @@ export interface EndpointType<Config> {
    * its toolkit says (`audit:`); default false. `exec` says true: a command run is worth a record.
    */
   audited?: boolean;
+  /**
+   * (1.5) Optional: whether one of this type's endpoints runs as a job (a run, docs/runs.md) rather than within
+   * its request, and its queue's limits; undefined: within the request (`execute`). Core records the run, answers
+   * 202, queues it across all instances and calls `runDetached` on the instance that claims it.
+   */
+  detached?(config: Config): DetachedPlan | undefined;
+  /** (1.5) Runs one run of a detached endpoint: required with `detached`. */
+  runDetached?(run: DetachedRun<Config>): Promise<DetachedOutcome>;
+}
+
+/** (1.5) How an endpoint's runs queue: the limits hold across every instance on the database. */
+export interface DetachedPlan {
+  /** Runs of this endpoint running at once. */
+  maxConcurrency: number;
+  /** Runs waiting; one more is 503 busy. */
+  maxQueued: number;
+  /** Output kept per run (stdout and stderr together); past it the run goes on and says truncated. */
+  maxOutputBytes: number;
+  /** `$payload.<field>` or `$context.<field>`: runs with one value of it run one at a time, oldest first. */
+  concurrencyKey?: string;
+  /** Power that sees any run of the endpoint besides its caller (default auth.admin_power). */
+  viewPower?: number;
+  /** Power that cancels any run of the endpoint (default auth.admin_power). */
+  cancelPower?: number;
+}
+
+/** (1.5) One run, on the instance that claimed it. Nothing of it depends on the request that asked for it. */
+export interface DetachedRun<Config> {
+  config: Config;
+  context: RequestContext;
+  runId: string;
+  /** The id of the request that asked for the run. */
+  requestId: string;
+  endpoint: EndpointIdentity;
+  /** Lines carry `plugin`, `run_id`, `toolkit` and `endpoint`. */
+  log: Logger;
+  /** Where the run's output goes: core chunks it, stores it and streams it to followers. */
+  output: OutputSink;
+  /**
+   * Aborted when the run must stop (cancelled, or the gateway stopping): stop gently at once (a command gets
+   * SIGTERM), and for good `graceMs()` later (SIGKILL). Resolve once nothing of the run is left.
+   */
+  signal: AbortSignal;
+  /** How long a stopped run may take to end before it is ended by force, read when `signal` aborts. */
+  graceMs(): number;
+}
+
+/** (1.5) The output of a run, stream by stream; bytes are copied before `write` returns. */
+export interface OutputSink {
+  write(stream: 'stdout' | 'stderr', bytes: Uint8Array): void;
+}
+
+/**
+ * (1.5) How a run ended by itself: core says `cancelled` or `failed` (gateway_stopped) itself when it stopped it.
+ * `result` is what a call of the endpoint would have answered as `data`, for a run that succeeded.
+ */
+export interface DetachedOutcome {
+  status: 'succeeded' | 'failed' | 'timed_out';
+  exitCode?: number;
+  signal?: string;
+  result?: unknown;
 }
 
 /** The payload fields an endpoint reads (EndpointType.describePayload). */

@@ -1,0 +1,39 @@
+import type { Authenticated } from '../auth/authenticate.js';
+import { sendData } from '../http/envelope.js';
+import type { Stage } from '../http/stage.js';
+import { runLinks } from '../runs/run-record.js';
+import type { Runs } from '../runs/runs.js';
+import { listedFields } from './audit-call-step.js';
+import type { ExecutingState } from './endpoint-call.js';
+import type { AuditDetailsCollected, PayloadFiltered } from './pipeline-state.js';
+
+type RunState = ExecutingState & Authenticated & PayloadFiltered & Partial<AuditDetailsCollected>;
+
+/**
+ * Instead of step 9, for an endpoint whose type runs it as a job (`run: async` on exec): the run is recorded with
+ * the request context and the call answers 202 at once with the run's id and links (docs/runs.md); the run starts
+ * on whichever instance claims it. Any other endpoint goes on to step 9.
+ */
+export function runStep(runs: Runs, base: string): Stage<RunState> {
+  return async (ctx, next) => {
+    const { endpoint } = ctx.state;
+    const plan = runs.planOf(endpoint);
+    if (!plan) return next();
+    const { caller, credential, payload } = ctx.state;
+    const id = await runs.submit({
+      endpoint,
+      plan,
+      method: ctx.method === 'HEAD' ? 'GET' : ctx.method,
+      caller,
+      actor: credential.kind,
+      requestId: ctx.state.requestId,
+      context: ctx.state.requestContext,
+      payload,
+      keptPayload: listedFields(payload, endpoint.auditFields),
+    });
+    if (ctx.state.auditDetails) ctx.state.auditDetails.run_id = id;
+    const links = runLinks(base, id);
+    ctx.set('Location', links.self);
+    sendData(ctx, { run_id: id, status: 'queued', links }, 202);
+  };
+}

@@ -1,0 +1,163 @@
+import type { Logger } from '../log.js';
+import { ENDED_STATUSES } from './run-record.js';
+import type { OutputChunk, RunStore } from './run-store.js';
+
+/** How a run ended, as the SSE `end` event says it. */
+export interface RunEnding {
+  status: string;
+  exit_code: number | null;
+}
+
+export interface FeedListener {
+  chunk(chunk: OutputChunk): void;
+  end(ending: RunEnding): void;
+  /** The gateway stops following (it is stopping): the follower's stream ends without an `end`. */
+  gone(): void;
+}
+
+/** How often a feed of a run running elsewhere reads the database for new chunks. */
+export const FOLLOW_POLL_MS = 250;
+
+/**
+ * One run's output on this instance, shared by all its followers here: every chunk from the first, in order,
+ * then its end. A run running here is fed by its writer as batches are stored; any other run by one poller
+ * reading the chunks table (its status first, then the chunks after the last one: a run's chunks are all stored
+ * before it is ended), so a hundred followers cost the database what one does.
+ */
+class RunFeed {
+  readonly chunks: OutputChunk[] = [];
+  ending: RunEnding | undefined;
+  readonly listeners = new Set<FeedListener>();
+  local = false;
+  polling = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly id: string,
+    private readonly store: RunStore,
+    private readonly log: Logger,
+    private readonly dropped: (feed: RunFeed) => void,
+  ) {}
+
+  push(chunks: readonly OutputChunk[]): void {
+    for (const chunk of chunks) {
+      // Seq numbers are consecutive: a chunk seen already (a poll racing a local start) is not told twice.
+      if (chunk.seq <= (this.chunks.at(-1)?.seq ?? 0)) continue;
+      this.chunks.push(chunk);
+      for (const listener of this.listeners) listener.chunk(chunk);
+    }
+  }
+
+  finish(ending: RunEnding): void {
+    if (this.ending) return;
+    this.ending = ending;
+    this.stopPolling();
+    for (const listener of this.listeners) listener.end(ending);
+    this.dropIfIdle();
+  }
+
+  follow(after: number, wanted: FeedListener): () => void {
+    for (const chunk of this.chunks) if (chunk.seq > after) wanted.chunk(chunk);
+    if (this.ending) {
+      wanted.end(this.ending);
+      return () => undefined;
+    }
+    // Chunks a poll brings later start from the first: each follower gets only those after its own.
+    const listener: FeedListener = { ...wanted, chunk: (chunk) => chunk.seq > after && wanted.chunk(chunk) };
+    this.listeners.add(listener);
+    if (!this.local) this.startPolling();
+    return () => {
+      this.listeners.delete(listener);
+      this.dropIfIdle();
+    };
+  }
+
+  /** The run starts on this instance: its writer feeds it from now on. */
+  becomeLocal(): void {
+    this.local = true;
+    this.stopPolling();
+  }
+
+  dropIfIdle(): void {
+    if (this.listeners.size === 0 && (!this.local || this.ending)) {
+      this.stopPolling();
+      this.dropped(this);
+    }
+  }
+
+  /** Stops following (the gateway stops): followers' streams end without an `end`, so clients resume elsewhere. */
+  close(): void {
+    this.stopPolling();
+    for (const listener of this.listeners) listener.gone();
+    this.listeners.clear();
+  }
+
+  private startPolling(): void {
+    if (this.polling) return;
+    this.polling = true;
+    const poll = async () => {
+      try {
+        await this.poll();
+      } catch (err) {
+        this.log.warn('run output could not be read', { run_id: this.id, error: (err as Error).message });
+      }
+      if (this.polling) this.timer = setTimeout(poll, FOLLOW_POLL_MS);
+    };
+    void poll();
+  }
+
+  private stopPolling(): void {
+    this.polling = false;
+    clearTimeout(this.timer);
+  }
+
+  private async poll(): Promise<void> {
+    const run = await this.store.get(this.id);
+    if (!this.polling || this.local) return;
+    const chunks = await this.store.chunksAfter(this.id, this.chunks.at(-1)?.seq ?? 0);
+    if (!this.polling || this.local) return;
+    this.push(chunks);
+    if (!run || ENDED_STATUSES.has(run.status)) this.finish({ status: run?.status ?? 'lost', exit_code: run?.exit_code ?? null });
+  }
+}
+
+/** The feeds of this instance, one per followed or locally running run. */
+export class RunFeeds {
+  private readonly feeds = new Map<string, RunFeed>();
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly log: Logger,
+  ) {}
+
+  private feed(id: string): RunFeed {
+    let feed = this.feeds.get(id);
+    if (!feed) {
+      feed = new RunFeed(id, this.store, this.log, (gone) => this.feeds.get(gone.id) === gone && this.feeds.delete(gone.id));
+      this.feeds.set(id, feed);
+    }
+    return feed;
+  }
+
+  /** Follows a run's output from chunk `after` + 1: every chunk once, in order, then its end. Returns the unfollow. */
+  follow(id: string, after: number, listener: FeedListener): () => void {
+    return this.feed(id).follow(after, listener);
+  }
+
+  /** A run starting here: its chunks come from its writer. */
+  startLocal(id: string): { stored(chunks: readonly OutputChunk[]): void; ended(ending: RunEnding): void } {
+    const feed = this.feed(id);
+    feed.becomeLocal();
+    return { stored: (chunks) => feed.push(chunks), ended: (ending) => feed.finish(ending) };
+  }
+
+  /** A waiting run ended here (cancelled): its followers here hear it at once. */
+  ended(id: string, ending: RunEnding): void {
+    this.feeds.get(id)?.finish(ending);
+  }
+
+  close(): void {
+    for (const feed of this.feeds.values()) feed.close();
+    this.feeds.clear();
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * A run as the database keeps it (`runs`, 009_runs.ts) and as the API answers it. Times are epoch milliseconds
+ * inside, ISO-8601 strings in answers.
+ */
+export type RunStatus = 'awaiting_approval' | 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost' | 'rejected' | 'expired';
+
+/** Statuses a run never leaves. */
+export const ENDED_STATUSES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'rejected', 'expired']);
+/** Statuses of a run that has not started yet: its context is kept, a cancel ends it at once. */
+export const WAITING_STATUSES: ReadonlySet<string> = new Set(['awaiting_approval', 'queued']);
+export const ALL_STATUSES: readonly RunStatus[] = [
+  'awaiting_approval',
+  'queued',
+  'running',
+  'succeeded',
+  'failed',
+  'timed_out',
+  'cancelled',
+  'lost',
+  'rejected',
+  'expired',
+];
+
+/** Why a run ended other than by its own exit. */
+export type RunReason = 'timeout' | 'cancelled_by' | 'gateway_stopped' | 'instance_lost' | 'definition_changed' | 'approval_expired';
+
+export interface RunRow {
+  id: string;
+  toolkit: string;
+  endpoint: string;
+  method: string;
+  queue: string;
+  concurrency_key: string | null;
+  status: RunStatus;
+  user_id: number | null;
+  username: string | null;
+  actor: string;
+  request_id: string | null;
+  view_power: number;
+  cancel_power: number;
+  queued_at: number;
+  started_at: number | null;
+  ended_at: number | null;
+  heartbeat_at: number | null;
+  instance: string | null;
+  cancel_requested_at: number | null;
+  cancelled_by: string | null;
+  exit_code: number | null;
+  signal: string | null;
+  reason: string | null;
+  output_bytes: number;
+  output_truncated: boolean;
+  result: string | null;
+  payload: string | null;
+}
+
+/** The columns read for a run (never `context`: it is read only by the claim that starts the run). */
+export const RUN_COLUMNS = [
+  'id',
+  'toolkit',
+  'endpoint',
+  'method',
+  'queue',
+  'concurrency_key',
+  'status',
+  'user_id',
+  'username',
+  'actor',
+  'request_id',
+  'view_power',
+  'cancel_power',
+  'queued_at',
+  'started_at',
+  'ended_at',
+  'heartbeat_at',
+  'instance',
+  'cancel_requested_at',
+  'cancelled_by',
+  'exit_code',
+  'signal',
+  'reason',
+  'output_bytes',
+  'output_truncated',
+  'result',
+  'payload',
+] as const;
+
+const numberOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
+
+/** A row as the drivers return it (MySQL's BIGINT as strings, booleans as 0/1) made typed. */
+export function toRunRow(row: Record<string, unknown>): RunRow {
+  return {
+    ...(row as unknown as RunRow),
+    user_id: numberOrNull(row.user_id),
+    view_power: Number(row.view_power),
+    cancel_power: Number(row.cancel_power),
+    queued_at: Number(row.queued_at),
+    started_at: numberOrNull(row.started_at),
+    ended_at: numberOrNull(row.ended_at),
+    heartbeat_at: numberOrNull(row.heartbeat_at),
+    cancel_requested_at: numberOrNull(row.cancel_requested_at),
+    exit_code: numberOrNull(row.exit_code),
+    output_bytes: Number(row.output_bytes),
+    output_truncated: row.output_truncated === true || Number(row.output_truncated) === 1,
+  };
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+const parsed = (text: string | null): unknown => (text === null ? null : JSON.parse(text));
+
+/** `GET {base}/runs/{id}`'s data. */
+export function runData(run: RunRow): Record<string, unknown> {
+  return {
+    id: run.id,
+    toolkit: run.toolkit,
+    endpoint: run.endpoint,
+    status: run.status,
+    actor: { user_id: run.user_id, username: run.username, kind: run.actor },
+    queued_at: iso(run.queued_at),
+    started_at: iso(run.started_at),
+    ended_at: iso(run.ended_at),
+    exit_code: run.exit_code,
+    signal: run.signal,
+    reason: run.reason,
+    cancelled_by: run.cancelled_by,
+    output_bytes: run.output_bytes,
+    output_truncated: run.output_truncated,
+    result: parsed(run.result),
+    payload: parsed(run.payload) ?? {},
+    approvals: [],
+  };
+}
+
+/** A run's links, under server.base_url. */
+export function runLinks(base: string, id: string): { self: string; output: string; cancel: string } {
+  const self = `${base}/runs/${id}`;
+  return { self, output: `${self}/output`, cancel: `${self}/cancel` };
+}

@@ -1,0 +1,387 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { purgeIntervalMs } from '../audit/audit-retention.js';
+import type { AuditTrail } from '../audit/audit-trail.js';
+import type { ServerConfig } from '../config/server-config.js';
+import type { Database } from '../db/connect.js';
+import { describeDatabaseError } from '../db/database-errors.js';
+import { GatewayError } from '../errors.js';
+import { scopedLogger, type Logger } from '../log.js';
+import type { GatewayMetrics } from '../ops/metrics.js';
+import type { DetachedOutcome, DetachedPlan } from '../plugins/plugin-api.js';
+import type { CompiledEndpoint } from '../toolkits/compiled-toolkit.js';
+import type { ToolkitRegistry } from '../toolkits/toolkit-registry.js';
+import { BatchedChunkWriter, RunOutput } from './run-output.js';
+import { RunFeeds, type RunEnding } from './run-feeds.js';
+import type { RunReason, RunStatus } from './run-record.js';
+import { keyOf, RunStore, type ClaimedRun, type NewRun, type WaitingQueue } from './run-store.js';
+
+/** How often an instance looks for queued runs and for cancellations of its own (a freed place is taken within 1 s). */
+export const TICK_MS = 400;
+/** How long a stopped run has to end after SIGKILL before the stop goes on without it. */
+const KILLED_WAIT_MS = 5_000;
+
+/** Run ids: 128 random bits, base64url (22 characters). */
+export const newRunId = (): string => randomBytes(16).toString('base64url');
+
+/** A run going on here. */
+interface LocalRun {
+  id: string;
+  toolkit: string;
+  endpoint: string;
+  userId: number | null;
+  startedAt: number;
+  output: RunOutput;
+  controller: AbortController;
+  grace: number;
+  /** Why core stopped it: a cancel (by whom) or the gateway stopping. */
+  stopped?: { by: 'cancel'; who: string } | { by: 'gateway' };
+  done: Promise<void>;
+}
+
+/** What a call asks for: the endpoint, the caller, the request context and the payload fields kept. */
+export interface RunRequest {
+  endpoint: CompiledEndpoint;
+  plan: DetachedPlan;
+  method: string;
+  caller: { id: number; username: string };
+  actor: string;
+  requestId: string;
+  context: Record<string, unknown>;
+  payload: Record<string, unknown>;
+  keptPayload: Record<string, unknown> | undefined;
+}
+
+export interface RunsServices {
+  config: ServerConfig;
+  db: Database;
+  registry: ToolkitRegistry;
+  log: Logger;
+  audit: AuditTrail;
+  metrics: GatewayMetrics;
+}
+
+const busy = () => new GatewayError(503, 'busy', 'too many runs of this endpoint are waiting; try again shortly', { headers: { 'Retry-After': '5' } });
+
+/** The value of `$payload.x` or `$context.x` in a call. */
+function keyValue(spec: string, payload: Record<string, unknown>, context: Record<string, unknown>): unknown {
+  const [source, field] = spec.slice(1).split('.', 2) as [string, string];
+  return (source === 'payload' ? payload : context)[field] ?? null;
+}
+
+/**
+ * Runs on this instance (docs/runs.md): records a call's run, and on every tick claims queued runs this instance
+ * may start (store.claim: one instance per run, the queue's limits held across instances), looks for
+ * cancellations of its runs, records their heartbeats, ends runs whose instance went silent, and purges old ones.
+ * A run runs through its endpoint type's `runDetached`, with its output chunked, stored and streamed (run-output.ts,
+ * run-feeds.ts). The request that asked for a run is long gone by then: nothing of it is needed.
+ */
+export class Runs {
+  readonly store: RunStore;
+  readonly feeds: RunFeeds;
+  /** This instance, as runs record it: host, pid and a random part (a restart is another instance). */
+  readonly instance = `${hostname().slice(0, 30)}:${process.pid}:${randomBytes(6).toString('hex')}`;
+  private readonly local = new Map<string, LocalRun>();
+  private readonly plans = new WeakMap<CompiledEndpoint, DetachedPlan | null>();
+  private timer: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private again = false;
+  private draining = false;
+  private lastHeartbeat = 0;
+  private lastPurgeCheck = 0;
+  private readonly log: Logger;
+
+  constructor(private readonly s: RunsServices) {
+    this.store = new RunStore(s.db);
+    this.log = scopedLogger(s.log, { component: 'runs' });
+    this.feeds = new RunFeeds(this.store, this.log);
+    s.metrics.runs(
+      () => this.local.size,
+      () => this.store.countQueued(),
+    );
+  }
+
+  /** Whether (and how) an endpoint runs as a job: its type's answer, asked once per endpoint version. */
+  planOf(endpoint: CompiledEndpoint): DetachedPlan | undefined {
+    let plan = this.plans.get(endpoint);
+    if (plan === undefined) {
+      plan = (endpoint.type.runDetached && endpoint.type.detached?.(endpoint.typeConfig)) || null;
+      this.plans.set(endpoint, plan);
+    }
+    return plan ?? undefined;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.wake(), TICK_MS);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Records a call's run; 503 busy when its queue is full. Resolves to the run's id. */
+  async submit(request: RunRequest): Promise<string> {
+    const { endpoint, plan } = request;
+    const id = newRunId();
+    const admin = this.s.config.auth.admin_power;
+    const run: NewRun = {
+      id,
+      toolkit: endpoint.toolkit,
+      endpoint: endpoint.path,
+      method: request.method,
+      concurrencyKey: plan.concurrencyKey ? keyOf(keyValue(plan.concurrencyKey, request.payload, request.context)) : null,
+      userId: request.caller.id,
+      username: request.caller.username,
+      actor: request.actor,
+      requestId: request.requestId,
+      viewPower: plan.viewPower ?? admin,
+      cancelPower: plan.cancelPower ?? admin,
+      payload: request.keptPayload,
+      context: request.context,
+      queuedAt: Date.now(),
+    };
+    if (!(await this.store.submit(run, plan.maxQueued))) throw busy();
+    this.wake();
+    return id;
+  }
+
+  /** Looks at the queue now (a run was asked for, or a place was freed here), else on the next tick. */
+  wake(): void {
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    this.ticking = true;
+    void this.tick().finally(() => {
+      this.ticking = false;
+      if (this.again) {
+        this.again = false;
+        setImmediate(() => this.wake());
+      }
+    });
+  }
+
+  private async tick(): Promise<void> {
+    const now = Date.now();
+    const steps: Array<[string, () => Promise<unknown>]> = [];
+    if (!this.draining) steps.push(['claim', () => this.claimQueued()]);
+    if (this.local.size > 0) steps.push(['cancel', () => this.seeCancellations()]);
+    if (now - this.lastHeartbeat >= this.s.config.runs.heartbeat_ms) {
+      this.lastHeartbeat = now;
+      steps.push(['heartbeat', () => this.heartbeat(now)], ['lost', () => this.endSilent(now)]);
+    }
+    // As often as a purge may be due (a tenth of runs.retention, at most hourly): the check is one read of one row.
+    if (now - this.lastPurgeCheck >= purgeIntervalMs(this.s.config.runs.retention_ms)) {
+      this.lastPurgeCheck = now;
+      steps.push(['purge', () => this.purge(now)]);
+    }
+    for (const [step, work] of steps) {
+      try {
+        await work();
+      } catch (err) {
+        this.log.warn('runs housekeeping failed', { step, ...describeDatabaseError(err) });
+      }
+    }
+  }
+
+  /** The queues with waiting runs, the longest-waiting first; each claimed under its lock. */
+  private async claimQueued(): Promise<void> {
+    for (const queue of await this.store.waitingQueues()) {
+      if (this.draining) return;
+      const endpoint = this.endpointOf(queue);
+      const plan = endpoint && this.planOf(endpoint);
+      if (!endpoint || !plan) {
+        await this.endUnknown(queue);
+        continue;
+      }
+      for (const claimed of await this.store.claim(queue.queue, plan.maxConcurrency, this.instance, Date.now())) this.run(claimed, endpoint, plan);
+    }
+  }
+
+  private endpointOf(run: WaitingQueue): CompiledEndpoint | undefined {
+    return this.s.registry.snapshot.get(run.toolkit)?.routes.get(run.endpoint)?.get(run.method);
+  }
+
+  /** The queued runs of an endpoint that is gone, or runs as a job no more: they can never start. */
+  private async endUnknown(queue: WaitingQueue): Promise<void> {
+    const end = { status: 'failed' as const, reason: 'definition_changed' as const, outputBytes: 0, outputTruncated: false, endedAt: Date.now() };
+    for (const id of await this.store.waitingIn(queue.queue)) {
+      if (await this.store.end(id, ['queued'], end)) this.ended(id, queue.toolkit, queue.endpoint, end.status, null, null, end.reason);
+    }
+  }
+
+  /** Runs a claimed run here, to its end. */
+  private run(claimed: ClaimedRun, endpoint: CompiledEndpoint, plan: DetachedPlan): void {
+    const feed = this.feeds.startLocal(claimed.id);
+    const writer = new BatchedChunkWriter(
+      (chunks) => this.store.appendChunks(claimed.id, chunks),
+      (chunks) => feed.stored(chunks),
+      this.log,
+    );
+    const output = new RunOutput(plan.maxOutputBytes, writer);
+    const controller = new AbortController();
+    const local: LocalRun = {
+      id: claimed.id,
+      toolkit: claimed.toolkit,
+      endpoint: claimed.endpoint,
+      userId: claimed.user_id,
+      startedAt: Date.now(),
+      output,
+      controller,
+      grace: this.s.config.runs.cancel_grace_ms,
+      done: Promise.resolve(),
+    };
+    this.local.set(claimed.id, local);
+    const log = scopedLogger(this.s.log, { plugin: endpoint.type.plugin, run_id: claimed.id, toolkit: claimed.toolkit, endpoint: claimed.endpoint });
+    local.done = (async () => {
+      let outcome: DetachedOutcome;
+      try {
+        outcome = await endpoint.type.runDetached!({
+          config: endpoint.typeConfig,
+          context: claimed.context,
+          runId: claimed.id,
+          requestId: claimed.request_id ?? '',
+          endpoint: { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint },
+          log,
+          output,
+          signal: controller.signal,
+          graceMs: () => local.grace,
+        });
+      } catch (err) {
+        log.error('run failed', { error: (err as Error).message });
+        outcome = { status: 'failed' };
+      }
+      output.close();
+      await writer.settled();
+      await this.finish(local, outcome, (ending) => feed.ended(ending));
+    })();
+  }
+
+  private async finish(local: LocalRun, outcome: DetachedOutcome, told: (ending: RunEnding) => void): Promise<void> {
+    let status: RunStatus = outcome.status;
+    let reason: RunReason | null = outcome.status === 'timed_out' ? 'timeout' : null;
+    if (local.stopped?.by === 'cancel') [status, reason] = ['cancelled', 'cancelled_by'];
+    else if (local.stopped?.by === 'gateway') [status, reason] = ['failed', 'gateway_stopped'];
+    const result = status === 'succeeded' && outcome.result !== undefined ? JSON.stringify(outcome.result) : null;
+    const end = {
+      status,
+      reason,
+      exitCode: outcome.exitCode ?? null,
+      signal: outcome.signal ?? null,
+      result,
+      outputBytes: local.output.bytes,
+      outputTruncated: local.output.truncated,
+      endedAt: Date.now(),
+    };
+    let recorded = false;
+    try {
+      recorded = await this.store.end(local.id, ['running'], end, this.instance);
+    } catch (err) {
+      this.log.error('run end not recorded', { run_id: local.id, ...describeDatabaseError(err) });
+    }
+    this.local.delete(local.id);
+    if (recorded) {
+      told({ status, exit_code: end.exitCode });
+      this.ended(local.id, local.toolkit, local.endpoint, status, end.exitCode, end.endedAt - local.startedAt, reason, local.userId);
+    } else {
+      // Ended elsewhere meanwhile (lost after a long pause of this instance): followers read what the database says.
+      const row = await this.store.get(local.id).catch(() => undefined);
+      told({ status: row?.status ?? 'lost', exit_code: row?.exit_code ?? null });
+    }
+    this.wake();
+  }
+
+  /** A run ended: counted, and recorded in the audit trail (`run_end`). */
+  ended(
+    id: string,
+    toolkit: string,
+    endpoint: string,
+    status: string,
+    exitCode: number | null,
+    durationMs: number | null,
+    reason: string | null,
+    userId: number | null = null,
+  ): void {
+    this.s.metrics.runEnded(toolkit, endpoint, status);
+    void this.s.audit.record({
+      actor: 'system',
+      actorUserId: userId,
+      action: 'run_end',
+      toolkit,
+      endpoint,
+      status: null,
+      code: status,
+      durationMs,
+      details: { run_id: id, status, exit_code: exitCode, ...(reason ? { reason } : {}), ...(durationMs !== null ? { duration_ms: durationMs } : {}) },
+    });
+  }
+
+  /** Stops a run of this instance: SIGTERM now, SIGKILL after `graceMs`. */
+  stopLocal(id: string, stopped: NonNullable<LocalRun['stopped']>, graceMs: number): boolean {
+    const local = this.local.get(id);
+    if (!local) return false;
+    local.stopped ??= stopped;
+    local.grace = graceMs;
+    local.controller.abort(new Error(stopped.by === 'cancel' ? 'the run was cancelled' : 'the gateway is stopping'));
+    return true;
+  }
+
+  isLocal(id: string): boolean {
+    return this.local.has(id);
+  }
+
+  private async seeCancellations(): Promise<void> {
+    for (const { id, cancelled_by } of await this.store.cancelRequested(this.instance)) {
+      const local = this.local.get(id);
+      if (local && !local.controller.signal.aborted) this.stopLocal(id, { by: 'cancel', who: cancelled_by ?? '' }, this.s.config.runs.cancel_grace_ms);
+    }
+  }
+
+  private async heartbeat(now: number): Promise<void> {
+    for (const local of this.local.values()) await this.store.heartbeat(local.id, now, local.output.bytes, local.output.truncated);
+  }
+
+  /** Runs whose instance has not been heard of for runs.lost_after end lost, by whichever instance sees it first. */
+  private async endSilent(now: number): Promise<void> {
+    const before = now - this.s.config.runs.lost_after_ms;
+    for (const run of await this.store.silent(before)) {
+      if (this.local.has(run.id)) continue;
+      if (!(await this.store.endLost(run.id, before, now))) continue;
+      this.log.warn('run lost: its instance stopped recording heartbeats', { run_id: run.id, instance: run.instance });
+      this.feeds.ended(run.id, { status: 'lost', exit_code: null });
+      this.ended(run.id, run.toolkit, run.endpoint, 'lost', null, run.started_at === null ? null : now - run.started_at, 'instance_lost');
+    }
+  }
+
+  private async purge(now: number): Promise<void> {
+    const purged = await this.store.purge(this.s.config.runs.retention_ms, now);
+    if (purged !== undefined && purged > 0) this.log.info('runs purged', { purged });
+  }
+
+  /**
+   * SIGTERM: no more runs start here; running ones get runs.drain_timeout to end, then are killed and end failed
+   * (gateway_stopped). Followers' streams end (without `end`), so their clients resume on another instance.
+   */
+  async stop(): Promise<void> {
+    this.draining = true;
+    clearInterval(this.timer);
+    if (this.local.size > 0) {
+      this.log.info('waiting for runs to end', { runs: this.local.size, drain_timeout_ms: this.s.config.runs.drain_timeout_ms });
+      const all = () => Promise.all([...this.local.values()].map((local) => local.done));
+      await settleWithin(all(), this.s.config.runs.drain_timeout_ms);
+      for (const id of [...this.local.keys()]) this.stopLocal(id, { by: 'gateway' }, 0);
+      await settleWithin(all(), KILLED_WAIT_MS);
+    }
+    while (this.ticking) await new Promise((resolve) => setTimeout(resolve, 20));
+    this.feeds.close();
+  }
+
+  /** Runs started here and not ended: for the drain. */
+  get running(): number {
+    return this.local.size;
+  }
+}
+
+async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}

@@ -1,0 +1,136 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import type { DetachedOutcome, DetachedPlan, DetachedRun, OutputSink, PluginSecrets } from '@tkgate/core';
+import { CONTEXT_VARIABLE, DEFAULT_MAX_QUEUED, maxOutputOf, timeoutOf, type ExecConfig } from './exec-config.js';
+import { argv, configuredEnv, contextPlaces, limitedBySize, stdoutData } from './exec-endpoint.js';
+import { killGroup } from './process-groups.js';
+import { MAX_ARGUMENT_BYTES } from './run-process.js';
+
+/** An exec endpoint with `run: async` runs as a job: its queue's limits. */
+export function execPlan(config: ExecConfig): DetachedPlan | undefined {
+  if (config.run !== 'async') return undefined;
+  return {
+    maxConcurrency: config.max_concurrency,
+    maxQueued: config.max_queued ?? DEFAULT_MAX_QUEUED,
+    maxOutputBytes: maxOutputOf(config),
+    concurrencyKey: config.concurrency_key,
+    viewPower: config.runs?.view_power,
+    cancelPower: config.runs?.cancel_power,
+  };
+}
+
+/** Sends a signal to a process group (the command and what it started in it); a group already gone is fine. */
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // Gone already.
+  }
+}
+
+/** One of a run's output streams as the sink gets it: secret values masked as `***`, also when split across chunks. */
+function maskedStream(output: OutputSink, stream: 'stdout' | 'stderr', secrets: PluginSecrets) {
+  const mask = secrets.maskStream();
+  const decoder = new StringDecoder('utf8');
+  const pass = (text: string) => text !== '' && output.write(stream, Buffer.from(text, 'utf8'));
+  return {
+    write: (chunk: Buffer) => pass(mask.push(decoder.write(chunk))),
+    end: () => pass(mask.push(decoder.end()) + mask.end()),
+  };
+}
+
+/**
+ * Runs one run of an exec endpoint, spawned here rather than through the spawn helpers: a run lives for minutes
+ * and streams its output as it comes, where the helpers answer a command's output at its end. The command gets its
+ * own process group; stdout and stderr go to the run's sink as they come (stdout is also kept, up to
+ * max_output_bytes, for `result`). Timeout or stop: SIGTERM to the group, SIGKILL `graceMs` later (at once for a
+ * stop with no grace). Once the command exits, whatever it left in its group is killed. Unlike a call, what it
+ * daemonised out of its group is not searched for: that search reads every process's environment, work the
+ * spawn helpers do off the gateway's event loop but a run's end would do on it.
+ */
+export function runDetachedCommand(run: DetachedRun<ExecConfig>, secrets: PluginSecrets): Promise<DetachedOutcome> {
+  const { config, output } = run;
+  const context = JSON.stringify(run.context);
+  const oversized = Buffer.byteLength(context) > MAX_ARGUMENT_BYTES;
+  if (oversized && limitedBySize(config) && !config.stdin) {
+    output.write(
+      'stderr',
+      Buffer.from(`tkgate: the request context is ${Buffer.byteLength(context)} bytes, over the argument limit; the endpoint may set stdin: true\n`),
+    );
+    return Promise.resolve({ status: 'failed' });
+  }
+  const places = contextPlaces(config, context, oversized);
+  const [file, args] = argv(config, places.argument);
+  const maxKept = maxOutputOf(config);
+  return new Promise((resolve) => {
+    let child;
+    try {
+      child = spawn(file, args, {
+        cwd: config.cwd,
+        env: {
+          PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+          ...configuredEnv(config, secrets),
+          ...(places.variable !== undefined && { [CONTEXT_VARIABLE]: places.variable }),
+          TKGATE_RUN_ID: run.runId,
+        },
+        detached: true,
+        stdio: [places.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      });
+    } catch (err) {
+      output.write('stderr', Buffer.from(`tkgate: ${path.basename(file)} could not be started: ${(err as Error).message}\n`));
+      resolve({ status: 'failed' });
+      return;
+    }
+    const pid = child.pid;
+    const stdout: Buffer[] = [];
+    let kept = 0;
+    let timedOut = false;
+    let spawnError: Error | undefined;
+    let killer: NodeJS.Timeout | undefined;
+    const stop = (graceMs: number) => {
+      if (!pid) return;
+      signalGroup(pid, 'SIGTERM');
+      clearTimeout(killer);
+      killer = setTimeout(() => killGroup(pid), graceMs);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop(run.graceMs());
+    }, timeoutOf(config));
+    const onStop = () => stop(run.graceMs());
+    run.signal.addEventListener('abort', onStop, { once: true });
+    if (run.signal.aborted) onStop();
+
+    const printed = maskedStream(output, 'stdout', secrets);
+    const complained = maskedStream(output, 'stderr', secrets);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      printed.write(chunk);
+      if (kept < maxKept) {
+        stdout.push(chunk.subarray(0, maxKept - kept));
+        kept += Math.min(chunk.length, maxKept - kept);
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => complained.write(chunk));
+    if (places.stdin !== undefined) {
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(places.stdin);
+    }
+    child.once('error', (err) => (spawnError = err));
+    child.once('exit', () => pid && killGroup(pid));
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      clearTimeout(killer);
+      run.signal.removeEventListener('abort', onStop);
+      printed.end();
+      complained.end();
+      if (spawnError) {
+        output.write('stderr', Buffer.from(`tkgate: ${path.basename(file)} could not be started: ${spawnError.message}\n`));
+        resolve({ status: 'failed' });
+      } else if (timedOut) resolve({ status: 'timed_out', signal: signal ?? undefined, exitCode: code ?? undefined });
+      else if (signal) resolve({ status: 'failed', signal });
+      else if (code !== 0) resolve({ status: 'failed', exitCode: code ?? -1 });
+      else resolve({ status: 'succeeded', exitCode: 0, result: stdoutData(Buffer.concat(stdout, kept).toString('utf8'), secrets) });
+    });
+  });
+}

@@ -1,0 +1,166 @@
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { dialects } from '../support/databases.js';
+import { eventually } from '../support/eventually.js';
+import { alive, scriptWriter } from '../support/executables.js';
+import { passwordOf } from '../support/fixtures.js';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { call, loginToken, toolkitClient } from '../support/http.js';
+import { tempDir } from '../support/paths.js';
+import { SseFollower } from '../support/sse-client.js';
+import { withDatabase } from '../support/suite.js';
+import { toolkitDir } from '../support/toolkit-files.js';
+
+const script = scriptWriter('tkgate-runs-scale-bin-');
+const marks = tempDir('tkgate-runs-scale-marks-');
+/** Says which gateway runs it (its parent), prints a line every 100 ms, ignores SIGTERM. */
+const ticker = script(
+  'ticker',
+  'trap "" TERM; echo $PPID > "$MARKS/$TKGATE_RUN_ID.gateway"; echo $$ > "$MARKS/$TKGATE_RUN_ID.pid"; i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.1; done',
+);
+/** Logs its start and end to one file: two lines of one run are never apart when runs never overlap. */
+const serial = script('serial', 'echo "start $TKGATE_RUN_ID" >> "$MARKS/serial.log"; sleep 0.2; echo "end $TKGATE_RUN_ID" >> "$MARKS/serial.log"');
+/** Records that it started, once per start. */
+const once = script('once', 'echo "$TKGATE_RUN_ID" >> "$MARKS/starts.log"');
+
+const ops = {
+  name: 'ops',
+  type: 'app',
+  endpoints: [
+    { path: 'ticker', method: 'POST', type: 'exec', run: 'async', command: [ticker], env: { MARKS: marks } },
+    { path: 'serial', method: 'POST', type: 'exec', run: 'async', command: [serial], env: { MARKS: marks }, max_concurrency: 1 },
+    { path: 'once', method: 'POST', type: 'exec', run: 'async', command: [once], env: { MARKS: marks }, max_concurrency: 50 },
+  ],
+};
+const toolkits = toolkitDir({ 'ops.yaml': ops });
+const shared = {
+  toolkits: { dir: toolkits, watch: false },
+  runs: { heartbeat: '300ms', lost_after: '5s', cancel_grace: '500ms', drain_timeout: '1s' },
+};
+
+const ENDED = ['succeeded', 'failed', 'timed_out', 'cancelled', 'lost'];
+
+/** SPEC section 16 on several instances: real tkgate processes on one database. */
+for (const dialect of dialects) {
+  describe(`runs on several instances (${dialect.name})`, function () {
+    this.timeout(90_000);
+    const s = withDatabase(dialect, [{ username: 'ann', power: 10 }]);
+    const gateways: GatewayProcess[] = [];
+    const start = async () => {
+      const gateway = await startGateway({ config: { ...shared, db: s.bed.dbConfig } });
+      gateways.push(gateway);
+      return gateway;
+    };
+    let a: GatewayProcess;
+    let b: GatewayProcess;
+    let token: string;
+    const ask = async (gateway: GatewayProcess, endpoint: string) => {
+      const reply = await toolkitClient(gateway.base, token).post('ops', endpoint, {});
+      expect(reply.status, JSON.stringify(reply.body)).to.equal(202);
+      return reply.body.data.run_id as string;
+    };
+    const runOn = async (gateway: GatewayProcess, id: string) => (await call('GET', `${gateway.base}/runs/${id}`, { token })).body.data;
+    const ended = (gateway: GatewayProcess, id: string) =>
+      eventually(
+        `run ${id} ends`,
+        async () => {
+          const run = await runOn(gateway, id);
+          return ENDED.includes(run.status) ? run : undefined;
+        },
+        30_000,
+      );
+    /** The gateway running a run, by its command's parent process; and the other one. */
+    const placed = async (id: string): Promise<[GatewayProcess, GatewayProcess, number]> => {
+      const file = path.join(marks, `${id}.gateway`);
+      await eventually('the command runs', () => existsSync(file) && readFileSync(file, 'utf8').trim() !== '');
+      const parent = Number(readFileSync(file, 'utf8'));
+      const running = gateways.find((gateway) => gateway.child.pid === parent)!;
+      expect(running, 'a gateway of the test runs it').to.not.equal(undefined);
+      const other = [a, b].find((gateway) => gateway !== running && gateway.child.exitCode === null)!;
+      return [running, other, Number(readFileSync(path.join(marks, `${id}.pid`), 'utf8'))];
+    };
+
+    before(async () => {
+      [a, b] = await Promise.all([start(), start()]);
+      token = await loginToken(a.base, 'ann', passwordOf('ann'));
+    });
+    afterEach(function () {
+      if (this.currentTest?.state !== 'failed') return;
+      for (const gateway of gateways) process.stderr.write(`--- gateway ${gateway.child.pid}:\n${gateway.output().slice(-4000)}\n`);
+    });
+    after(async () => {
+      await Promise.all(gateways.map((gateway) => gateway.stop('SIGKILL')));
+    });
+
+    it('follows a run from the instance that does not run it, and cancels it there: SIGKILL after the grace, ended cancelled', async () => {
+      const id = await ask(a, 'ticker');
+      const [, other, pid] = await placed(id);
+      const follower = new SseFollower(`${other.base}/runs/${id}/output`, { token });
+      await eventually('lines arrive on the other instance', () => follower.events.length >= 3);
+      expect(follower.events.slice(0, 3).map((event) => [event.id, event.data])).to.deep.equal([
+        ['1', 'tick 1\n'],
+        ['2', 'tick 2\n'],
+        ['3', 'tick 3\n'],
+      ]);
+      const cancel = await call('POST', `${other.base}/runs/${id}/cancel`, { token });
+      expect(cancel.status).to.equal(202);
+      await follower.done;
+      const end = follower.events.at(-1)!;
+      expect(end.event).to.equal('end');
+      expect(JSON.parse(end.data)).to.deep.equal({ status: 'cancelled', exit_code: null });
+      expect(await ended(other, id)).to.include({ status: 'cancelled', reason: 'cancelled_by', cancelled_by: 'ann' });
+      await eventually('the command is gone', () => !alive(pid));
+      // Every chunk once, in order: the ticks are consecutive.
+      const ticks = follower.text().trim().split('\n');
+      expect(ticks).to.deep.equal(ticks.map((_, i) => `tick ${i + 1}`));
+    });
+
+    it('never lets two runs of a max_concurrency: 1 endpoint overlap across instances', async () => {
+      rmSync(path.join(marks, 'serial.log'), { force: true });
+      const ids = await Promise.all([a, b, a, b, a, b].map((gateway) => ask(gateway, 'serial')));
+      for (const id of ids) expect(await ended(a, id)).to.include({ status: 'succeeded' });
+      const lines = readFileSync(path.join(marks, 'serial.log'), 'utf8').trim().split('\n');
+      expect(lines).to.have.length(12);
+      for (let i = 0; i < lines.length; i += 2) {
+        const id = lines[i]!.replace(/^start /, '');
+        expect([lines[i], lines[i + 1]]).to.deep.equal([`start ${id}`, `end ${id}`]);
+      }
+    });
+
+    it('starts every run exactly once while the instances race for the claims', async () => {
+      rmSync(path.join(marks, 'starts.log'), { force: true });
+      const ids = await Promise.all(Array.from({ length: 30 }, (_, i) => ask(i % 2 ? a : b, 'once')));
+      for (const id of ids) expect(await ended(b, id)).to.include({ status: 'succeeded' });
+      const starts = readFileSync(path.join(marks, 'starts.log'), 'utf8').trim().split('\n');
+      expect([...starts].sort()).to.deep.equal([...ids].sort());
+    });
+
+    it('ends the runs of an instance killed with SIGKILL lost (instance_lost), seen from the other', async () => {
+      const id = await ask(a, 'ticker');
+      const [running, other, pid] = await placed(id);
+      await running.stop('SIGKILL');
+      const run = await ended(other, id);
+      expect(run).to.include({ status: 'lost', reason: 'instance_lost' });
+      try {
+        process.kill(-pid, 'SIGKILL'); // its command may outlive it (it dies of SIGPIPE at its next line)
+      } catch {
+        // Gone already.
+      }
+      const replacement = await start();
+      if (running === a) a = replacement;
+      else b = replacement;
+    });
+
+    it('on SIGTERM starts nothing more, lets running runs go on for runs.drain_timeout, then ends them failed (gateway_stopped)', async () => {
+      const id = await ask(a, 'ticker');
+      const [running, other, pid] = await placed(id);
+      expect(await running.stop('SIGTERM')).to.equal(0);
+      expect(await ended(other, id)).to.include({ status: 'failed', reason: 'gateway_stopped' });
+      await eventually('the command is gone', () => !alive(pid));
+      const replacement = await start();
+      if (running === a) a = replacement;
+      else b = replacement;
+    });
+  });
+}
