@@ -70,9 +70,10 @@ for (const dialect of dialects) {
           'pending       006_audit_events',
           'pending       007_rate_limits',
           'pending       008_toolkit_versions',
+          'pending       009_runs',
           'pending       tkgate-plugin-notes/001_notes',
           'pending       tkgate-plugin-notes/002_pinned',
-          '10 pending: `tkgate migrate` (or the next start) applies them',
+          '11 pending: `tkgate migrate` (or the next start) applies them',
           '',
         ].join('\n'),
       );
@@ -88,6 +89,7 @@ for (const dialect of dialects) {
         '-- 006_audit_events',
         '-- 007_rate_limits',
         '-- 008_toolkit_versions',
+        '-- 009_runs',
         '-- tkgate-plugin-notes/001_notes',
         '-- tkgate-plugin-notes/002_pinned',
       ]);
@@ -113,7 +115,7 @@ for (const dialect of dialects) {
       expect(planned.length).to.be.greaterThan(10);
 
       const status = await cli('--status');
-      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(10);
+      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(11);
       expect(status.stdout).to.match(/\nup to date\n$/);
       expect((await cli('--dry-run')).stdout).to.equal('-- already up to date: nothing would run\n');
     });
