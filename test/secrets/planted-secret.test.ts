@@ -71,6 +71,9 @@ const vault = {
     { path: 'text', method: 'POST', type: 'exec', command: [printsText], env },
     { path: 'fails', method: 'POST', type: 'exec', command: [failsLoudly], env },
     { path: 'leaky', method: 'POST', type: 'internal', handler: 'leaky' },
+    // A job: its output is stored and streamed, stderr included (docs/runs.md).
+    { path: 'job', method: 'POST', type: 'exec', command: [printsJson], env, run: 'async' },
+    { path: 'forwarded', method: 'GET', type: 'http', upstream: { url: `${origin}/ok`, forward: 'request', headers } },
     { path: 'fixture', method: 'POST', type: 'http', upstream: { url: `${origin}/ok`, headers: { 'X-Fixture': { secret: 'fixture:alpha' } } } },
   ],
 };
@@ -148,6 +151,42 @@ for (const dialect of dialects) {
       const text = await tk.post('vault', 'text', {});
       expect(text.body.data).to.deep.equal({ output: 'a=*** b=***\n' });
       answer('exec answer after rotation', text);
+    });
+
+    it("masks a job's stored and streamed output, and forwards a request with the values", async () => {
+      const token = await s.login('root');
+      const tk = toolkitClient(s.gateway.base, token);
+      const started = await tk.post('vault', 'job', {});
+      expect(started.status, JSON.stringify(started.body)).to.equal(202);
+      const runId = started.body.data.run_id as string;
+      const runUrl = `${s.gateway.base}/runs/${runId}`;
+      const ended = await eventually(
+        'the job ended',
+        async () => {
+          const run = await call('GET', runUrl, { token });
+          return run.body.data?.status === 'succeeded' ? run : undefined;
+        },
+        60_000,
+      );
+      expect(ended.body.data.result).to.deep.equal({ a: '***', b: '***' });
+      answer('a run', ended);
+      const text = await fetch(`${runUrl}/output`, { headers: { authorization: `Bearer ${token}` } });
+      const printed = await text.text();
+      expect(printed).to.include('{"a":"***","b":"***"}').and.include('stderr says ***');
+      surfaces.push({ what: "a run's output as text", text: () => printed });
+      const streamed = await fetch(`${runUrl}/output`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } });
+      const events = await streamed.text();
+      expect(events).to.include('event: end');
+      surfaces.push({ what: "a run's output as events", text: () => events });
+      const stored = JSON.stringify([await s.bed.db('runs').select(), await s.bed.db('run_output').select()], (_key, value: unknown) =>
+        Buffer.isBuffer(value) ? value.toString('utf8') : value,
+      );
+      surfaces.push({ what: 'the runs and run_output tables', text: () => stored });
+
+      const forwarded = await tk.get('vault', 'forwarded', {});
+      expect(forwarded.status).to.equal(200);
+      expect(heard.at(-1)!['x-api-key']).to.equal(ENV_SECRET);
+      expect(PLANTED).to.include(heard.at(-1)!.authorization);
     });
 
     it('describes the endpoints in openapi.json without the values', async () => {
