@@ -44,7 +44,10 @@ async function startMisbehavingUpstream(behaviour: string): Promise<Upstream> {
     onRequests(socket, (_path, head, body) => {
       state.connections[index]!++;
       const requestId = /\r\nx-request-id: *([^\r]*)/i.exec(head)?.[1] ?? '';
-      const user = (JSON.parse(body.toString()) as { username?: string }).username;
+      // The context: POSTed as JSON (forward: context), or in Tkgate-Context (forward: request).
+      const forwarded = /\r\ntkgate-context: *([^\r]*)/i.exec(head)?.[1];
+      const context = forwarded ? Buffer.from(forwarded, 'base64url').toString() : body.toString();
+      const user = (JSON.parse(context) as { username?: string }).username;
       const mine = answer(JSON.stringify({ user, request_id: requestId }), behaviour.startsWith('echo') ? [`X-Request-Id: ${requestId}`] : []);
       const out = (held ?? '') + mine;
       held = undefined;
@@ -70,14 +73,22 @@ after(() => Object.values(upstreams).forEach((upstream) => upstream.close()));
 const toolkit = {
   name: 'desync',
   type: 'app',
-  endpoints: PATHS.flatMap((name) =>
-    [false, true].map((passthrough) => ({
-      path: `${passthrough ? 'raw' : 'json'}/${name}`,
+  endpoints: [
+    ...PATHS.flatMap((name) =>
+      [false, true].map((passthrough) => ({
+        path: `${passthrough ? 'raw' : 'json'}/${name}`,
+        method: 'GET',
+        type: 'http',
+        upstream: { url: `${upstreams[name]!.url}/${name}`, timeout: '5s', passthrough },
+      })),
+    ),
+    ...PATHS.map((name) => ({
+      path: `forwarded/${name}`,
       method: 'GET',
       type: 'http',
-      upstream: { url: `${upstreams[name]!.url}/${name}`, timeout: '5s', passthrough },
+      upstream: { url: `${upstreams[name]!.url}/${name}`, timeout: '5s', forward: 'request' },
     })),
-  ),
+  ],
 };
 
 const ROUNDS = 20;
@@ -104,9 +115,32 @@ for (const run of transportRuns) {
         return { status: response.status, own, code: error.code, reason: error.details.reason };
       }
       const parsed = JSON.parse(text) as { data?: { user: string; request_id: string }; user?: string; request_id?: string };
-      const got = path.startsWith('raw/') ? parsed : parsed.data!;
+      const got = path.startsWith('json/') ? parsed.data! : parsed;
       return { status: 200, own, user: got.user, requestId: got.request_id };
     };
+
+    // forward: request has one client of its own (Node's http agents, one pair per user), whatever the transport.
+    if (run === transportRuns[0])
+      for (const name of ['same-write', 'deferred', 'echo-deferred']) {
+        it(`forward: request, ${name}: ${ROUNDS} rounds of two users, each gets only its own answers (or 502)`, async () => {
+          const tokens = { ana: await s.login('ana'), bo: await s.login('bo') };
+          const wrong: string[] = [];
+          let answered = 0;
+          for (let round = 0; round < ROUNDS; round++) {
+            for (const user of ['ana', 'bo'] as const) {
+              const result = await call(tokens[user], `forwarded/${name}`);
+              if (result.status !== 200) {
+                expect(result, `${user}, round ${round}`).to.include({ status: 502, code: 'upstream_error' });
+                continue;
+              }
+              answered++;
+              if (result.user !== user) wrong.push(`round ${round}: ${user} got ${result.user}'s answer`);
+            }
+          }
+          expect(wrong, `${wrong.length} of ${2 * ROUNDS} answers went astray`).to.deep.equal([]);
+          expect(answered, 'answers that came through').to.be.greaterThan(0);
+        });
+      }
 
     for (const mode of ['json', 'raw'] as const) {
       const transport = mode === 'json' ? run.json : run.passthrough;
