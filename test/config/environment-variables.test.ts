@@ -40,6 +40,12 @@ const SAMPLES: Record<string, { env?: Record<string, string>; text: string; expe
   'auth.api_keys_per_user': { text: '7', expected: 7 },
   'audit.required': { text: 'TRUE', expected: true },
   'audit.retention': { text: '30d', expected: 2_592_000_000 },
+  'runs.heartbeat': { text: '5s', expected: 5_000 },
+  'runs.lost_after': { text: '2m', expected: 120_000 },
+  'runs.cancel_grace': { text: '3s', expected: 3_000 },
+  'runs.drain_timeout': { text: '1m', expected: 60_000 },
+  'runs.retention': { text: '7d', expected: 604_800_000 },
+  'websocket.max_per_user': { text: '5', expected: 5 },
   'toolkits.dir': { text: '/etc/tkgate/toolkits', expected: '/etc/tkgate/toolkits' },
   'toolkits.watch': { text: 'false', expected: false },
   'toolkits.settle': { text: '1s', expected: 1_000 },
@@ -61,7 +67,7 @@ const SAMPLES: Record<string, { env?: Record<string, string>; text: string; expe
   'tracing.service_name': { text: 'gw-eu', expected: 'gw-eu' },
 };
 /** Objects taken whole: their secrets have variables of their own (docs/sso.md), the rest belongs in a file. */
-const WHOLE_OBJECTS = ['auth.oidc.providers', 'plugin_options'];
+const WHOLE_OBJECTS = ['auth.oidc.providers', 'auth.jwt_issuers', 'plugin_options'];
 
 /** The value the gateway uses for a key: durations are under `<key>_ms`. */
 function used(config: unknown, key: string): unknown {

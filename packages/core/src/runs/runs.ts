@@ -11,6 +11,7 @@ import type { GatewayMetrics } from '../ops/metrics.js';
 import type { DetachedOutcome, DetachedPlan } from '../plugins/plugin-api.js';
 import type { CompiledEndpoint } from '../toolkits/compiled-toolkit.js';
 import type { ToolkitRegistry } from '../toolkits/toolkit-registry.js';
+import type { ToolkitSnapshot } from '../toolkits/toolkit-resolution.js';
 import { BatchedChunkWriter, RunOutput } from './run-output.js';
 import { RunFeeds, type RunEnding } from './run-feeds.js';
 import type { RunReason, RunStatus } from './run-record.js';
@@ -89,6 +90,8 @@ export class Runs {
   private draining = false;
   private lastHeartbeat = 0;
   private lastPurgeCheck = 0;
+  /** Whether the live snapshot has an endpoint that runs as a job, asked once per snapshot. */
+  private jobsOf: { snapshot: ToolkitSnapshot; serves: boolean } | undefined;
   private readonly log: Logger;
 
   constructor(private readonly s: RunsServices) {
@@ -159,12 +162,26 @@ export class Runs {
     });
   }
 
+  /** Whether any live endpoint runs as a job: an instance with none (and no run of its own) asks the database nothing each tick. */
+  private servesJobs(): boolean {
+    const snapshot = this.s.registry.snapshot;
+    if (this.jobsOf?.snapshot !== snapshot) {
+      let serves = false;
+      for (const toolkit of snapshot.values())
+        for (const methods of toolkit.routes.values()) for (const endpoint of methods.values()) serves ||= this.planOf(endpoint) !== undefined;
+      this.jobsOf = { snapshot, serves };
+    }
+    return this.jobsOf.serves;
+  }
+
   private async tick(): Promise<void> {
     const now = Date.now();
     const steps: Array<[string, () => Promise<unknown>]> = [];
-    if (!this.draining) steps.push(['claim', () => this.claimQueued()]);
+    // A gateway whose toolkits run no job pays nothing here (no query every tick): runs nobody configured cost nothing.
+    const active = this.local.size > 0 || this.servesJobs();
+    if (active && !this.draining) steps.push(['claim', () => this.claimQueued()]);
     if (this.local.size > 0) steps.push(['cancel', () => this.seeCancellations()]);
-    if (now - this.lastHeartbeat >= this.s.config.runs.heartbeat_ms) {
+    if (active && now - this.lastHeartbeat >= this.s.config.runs.heartbeat_ms) {
       this.lastHeartbeat = now;
       steps.push(['heartbeat', () => this.heartbeat(now)], ['lost', () => this.endSilent(now)]);
     }
