@@ -279,7 +279,14 @@ BROKEN.push(
     file: 'handler.yaml',
     text: kit('handler', ep('method: GET\ntype: internal\nhandler: ecko\n')),
     problems: [
-      [7, 14, 'endpoints.0.handler', 'GET items/search', 'no function named ecko is registered (registered: echo, sleep, late-signal, boom, leaky, teapot)', null],
+      [
+        7,
+        14,
+        'endpoints.0.handler',
+        'GET items/search',
+        'no function named ecko is registered (registered: echo, sleep, late-signal, boom, leaky, teapot)',
+        null,
+      ],
     ],
     editor: 'accepts',
   },
