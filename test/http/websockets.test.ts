@@ -91,6 +91,23 @@ interface Opened {
   closed: Promise<[number, string]>;
 }
 
+/** A streamed download under way (its first bytes read): resolves to how it ended, cut by the gateway or ended. */
+async function heldDownload(url: string, credential: string): Promise<{ end: Promise<'cut' | 'ended'> }> {
+  const download = await fetch(url, { headers: { authorization: `Bearer ${credential}` } });
+  expect(download.status).to.equal(200);
+  const reader = download.body!.getReader();
+  await reader.read();
+  // In an object: an async function would wait for a promise it returned.
+  const end = (async () => {
+    try {
+      for (;;) if ((await reader.read()).done) return 'ended' as const;
+    } catch {
+      return 'cut' as const;
+    }
+  })();
+  return { end };
+}
+
 for (const dialect of dialects) {
   describe(`http endpoints: WebSockets (${dialect.name})`, function () {
     this.timeout(60_000);
@@ -229,20 +246,10 @@ for (const dialect of dialects) {
       const socket = new WebSocket(`${other.base.replace(/^http/, 'ws')}/tk/app/dash/live`, { headers: { authorization: `Bearer ${token}` } });
       const closed = new Promise<[number, string]>((resolve) => socket.once('close', (code, reason) => resolve([code, reason.toString()])));
       await new Promise((resolve, reject) => (socket.once('open', resolve), socket.once('error', reject)));
-      const download = await fetch(`${other.base}/tk/app/dash/feed`, { headers: { authorization: `Bearer ${token}` } });
-      expect(download.status).to.equal(200);
-      const reader = download.body!.getReader();
-      await reader.read();
-      const cut = (async () => {
-        try {
-          for (;;) if ((await reader.read()).done) return 'ended';
-        } catch {
-          return 'cut';
-        }
-      })();
+      const download = await heldDownload(`${other.base}/tk/app/dash/feed`, token);
       expect((await call('POST', `${s.gateway.base}/auth/logout`, { token })).status).to.equal(200);
       expect(await closed).to.deep.equal([4401, 'session_ended']);
-      expect(await cut).to.be.oneOf(['cut', 'ended']);
+      expect(await download.end).to.be.oneOf(['cut', 'ended']);
       // The upstream side of the socket was closed too.
       await eventually('the upstream socket closed', () => echo.closes.some(([code]) => code === 4401));
     });
@@ -252,19 +259,9 @@ for (const dialect of dialects) {
       const created = await apiKeyClient(s.gateway.base).create(session, { name: 'feed reader' });
       expect(created.status).to.equal(201);
       const { key, id } = created.body.data as { key: string; id: string };
-      const download = await fetch(`${other.base}/tk/app/dash/feed`, { headers: { authorization: `Bearer ${key}` } });
-      expect(download.status).to.equal(200);
-      const reader = download.body!.getReader();
-      await reader.read();
-      const cut = (async () => {
-        try {
-          for (;;) if ((await reader.read()).done) return 'ended';
-        } catch {
-          return 'cut';
-        }
-      })();
+      const download = await heldDownload(`${other.base}/tk/app/dash/feed`, key);
       expect((await apiKeyClient(s.gateway.base).revoke(session, id)).status).to.equal(200);
-      expect(await cut).to.be.oneOf(['cut', 'ended']);
+      expect(await download.end).to.be.oneOf(['cut', 'ended']);
     });
   });
 }
