@@ -1,0 +1,21 @@
+#!/usr/bin/env node
+// `npm test`: every test file, in two passes so CI stays within its time on a 2-core machine.
+// Most suites wait on databases, child processes and sockets rather than the CPU, so they run two files at a time
+// (mocha --parallel: a worker process per file, each with its own databases and ports). The suites that put a
+// deadline on the gateway's own latency, or that load the machine themselves, run afterwards one at a time, alone.
+import { spawnSync } from 'node:child_process';
+
+const ALL = 'build/test/**/*.test.js';
+/** Files that must not share the machine with another suite (keep in step with DEVELOPERS.md "Test tiers"). */
+const SERIAL = [
+  'build/test/bench/**/*.test.js',
+  'build/test/toolkits/hot-reload.test.js',
+  'build/test/toolkits/reload-resilience.test.js',
+];
+
+const jobs = process.env.TKGATE_TEST_JOBS ?? '2';
+const mocha = (args) => spawnSync(process.execPath, ['node_modules/mocha/bin/mocha.js', ...args], { stdio: 'inherit' }).status ?? 1;
+
+const parallelStatus = mocha(['--parallel', '--jobs', jobs, ...SERIAL.flatMap((pattern) => ['--ignore', pattern]), ALL]);
+const serialStatus = mocha(SERIAL);
+process.exit(parallelStatus !== 0 ? parallelStatus : serialStatus);
