@@ -4,7 +4,7 @@
 // Everything runs on 127.0.0.1 with bounded durations; results go to bench/results/latest.{json,md}.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { loadGenerator, runLoad } from './load.js';
@@ -16,6 +16,7 @@ import { caddyInstalled, startCaddy } from './servers/caddy.js';
 import { nginxInstalled, startNginx } from './servers/nginx.js';
 import { startWebhook, webhookInstalled } from './servers/webhook.js';
 import { rateLimitEntries } from './rate-limits.js';
+import { measureRuns, queriesLine } from './runs.js';
 import { clearSessions, insertSessions } from './sessions.js';
 import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
 import { tracingRows } from './tracing.js';
@@ -113,7 +114,8 @@ async function main() {
     return entry;
   };
 
-  const peers = ensurePeersInstalled(log);
+  // The peer gateways serve scenarios 1 and 3 only: `--only 13` needs no install of them.
+  const peers = (runs(1) || runs(3)) && ensurePeersInstalled(log);
   const upstream = await startServer('upstream.js');
   const koa = await startServer('bare-koa.js');
   const tinyScript = writeTinyScript(dir);
@@ -261,6 +263,31 @@ async function main() {
     await identity.stop();
   }
 
+  // 13. Runs (scripts/bench/runs.js): the 202 of an async exec call against today's sync exec call, sequential calls
+  // in turns on their own two gateways on one SQLite file; a line's way to an SSE follower on the instance running
+  // the command and on the other; the database queries of 10 and of 100 followers of one run.
+  if (runs(13)) {
+    log('13. runs\n');
+    const measured = await measureRuns({ calls: mode === 'full' ? 300 : mode === 'quick' ? 100 : 20 });
+    const [sync, async, , local, remote] = measured.rows;
+    const { none, ten, hundred } = measured.queries;
+    results.push({
+      scenario: '13. runs (async exec, SSE)',
+      rows: measured.rows.map(({ name, p50, p99 }) => ({ name, p50, p99 })),
+      goals: [
+        { goal: `202 median <= 20 ms (x = vs sync exec median)`, ratio: round(async.p50 / sync.p50, 2), met: mode === 'smoke' ? null : async.p50 <= 20 },
+        { goal: 'a line to an SSE follower, same instance: p99 <= 100 ms', ratio: null, met: mode === 'smoke' ? null : local.p99 <= 100 },
+        { goal: 'a line to an SSE follower, other instance: p99 <= 1 s', ratio: null, met: mode === 'smoke' ? null : remote.p99 <= 1000 },
+        {
+          goal: `DB queries of 100 followers <= of 10 (x = 100 vs 10, beyond the ${none} of no follower)`,
+          ratio: ten - none > 0 ? round((hundred - none) / (ten - none), 2) : null,
+          met: mode === 'smoke' ? null : hundred <= ten,
+        },
+      ],
+    });
+    log(`  ${queriesLine(measured.queries)}\n`);
+  }
+
   // 6. A login storm (argon2id) while status calls run at a steady rate: the event loop must stay responsive.
   if (runs(6)) {
     log('6. login storm\n');
@@ -332,6 +359,8 @@ async function main() {
     load_generator: loadGenerator,
     connections: PLAN.connections,
     cores: cpus().length,
+    /** The machine's load average (1, 5, 15 min) as the bench ended: other work on it shows in every figure. */
+    load_average: loadavg().map((n) => round(n, 2)),
     node: process.version,
     date: new Date().toISOString(),
     plan: PLAN,

@@ -255,13 +255,24 @@ for (const dialect of dialects) {
       expect(Object.keys(responses)).to.include.members(['202', '503']).and.not.include('200');
     });
 
-    it('answers a Last-Event-ID that is not a number 400 naming it', async () => {
+    it("answers a Last-Event-ID (or ?after=) that is not a number 400 naming it, and a run id of no run's form 404", async () => {
       const token = await s.login('ann');
       const id = (await toolkitClient(base(), token).post('ops', 'deploy', {})).body.data.run_id;
-      const reply = await call('GET', `${base()}/runs/${id}/output`, { token, headers: { accept: 'text/event-stream', 'last-event-id': 'abc' } });
-      expect(reply.status).to.equal(400);
-      expect(reply.body.error.code).to.equal('invalid_payload');
-      expect(reply.body.error.details[0].field).to.equal('Last-Event-ID');
+      for (const [headers, query, field] of [
+        [{ accept: 'text/event-stream', 'last-event-id': 'abc' }, '', 'Last-Event-ID'],
+        [{ 'last-event-id': '-1' }, '', 'Last-Event-ID'],
+        [{ accept: 'text/event-stream' }, '?after=1e3', 'after'],
+      ] as const) {
+        const reply = await call('GET', `${base()}/runs/${id}/output${query}`, { token, headers });
+        expect(reply.status, field).to.equal(400);
+        expect(reply.body.error.code).to.equal('invalid_payload');
+        expect(reply.body.error.details[0].field).to.equal(field);
+      }
+      for (const odd of ['x'.repeat(200), '..%2F..%2Fetc', '%00']) {
+        const reply = await call('GET', `${base()}/runs/${odd}/output`, { token, headers: { accept: 'text/event-stream' } });
+        expect(reply.status, odd).to.equal(404);
+        expect(reply.body.error.code).to.equal('run_not_found');
+      }
     });
 
     it('records the call (202, details.run_id), the cancel and the end in the audit trail', async () => {

@@ -3,26 +3,16 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
-import { alive, scriptWriter } from '../support/executables.js';
+import { alive } from '../support/executables.js';
 import { passwordOf } from '../support/fixtures.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { call, loginToken, toolkitClient } from '../support/http.js';
-import { tempDir } from '../support/paths.js';
 import { SseFollower } from '../support/sse-client.js';
 import { withDatabase } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
+import { ENDED, runCommands } from './run-commands.js';
 
-const script = scriptWriter('tkgate-runs-scale-bin-');
-const marks = tempDir('tkgate-runs-scale-marks-');
-/** Says which gateway runs it (its parent), prints a line every 100 ms, ignores SIGTERM. */
-const ticker = script(
-  'ticker',
-  'trap "" TERM; echo $PPID > "$MARKS/$TKGATE_RUN_ID.gateway"; echo $$ > "$MARKS/$TKGATE_RUN_ID.pid"; i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.1; done',
-);
-/** Logs its start and end to one file: two lines of one run are never apart when runs never overlap. */
-const serial = script('serial', 'echo "start $TKGATE_RUN_ID" >> "$MARKS/serial.log"; sleep 0.2; echo "end $TKGATE_RUN_ID" >> "$MARKS/serial.log"');
-/** Records that it started, once per start. */
-const once = script('once', 'echo "$TKGATE_RUN_ID" >> "$MARKS/starts.log"');
+const { marks, ticker, serial, once } = runCommands('tkgate-runs-scale');
 
 const ops = {
   name: 'ops',
@@ -38,8 +28,6 @@ const shared = {
   toolkits: { dir: toolkits, watch: false },
   runs: { heartbeat: '300ms', lost_after: '5s', cancel_grace: '500ms', drain_timeout: '1s' },
 };
-
-const ENDED = ['succeeded', 'failed', 'timed_out', 'cancelled', 'lost'];
 
 /** SPEC section 16 on several instances: real tkgate processes on one database. */
 for (const dialect of dialects) {

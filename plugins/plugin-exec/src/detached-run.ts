@@ -1,16 +1,23 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import type { DetachedOutcome, DetachedPlan, DetachedRun, OutputSink, PluginSecrets } from '@tkgate/core';
+import type { AdmissionGate, DetachedOutcome, DetachedPlan, DetachedRun, OutputSink, PluginSecrets } from '@tkgate/core';
 import { CONTEXT_VARIABLE, DEFAULT_MAX_QUEUED, maxOutputOf, timeoutOf, type ExecConfig } from './exec-config.js';
 import { argv, configuredEnv, contextPlaces, limitedBySize, stdoutData } from './exec-endpoint.js';
 import { killGroup } from './process-groups.js';
 import { MAX_ARGUMENT_BYTES } from './run-process.js';
 
-/** An exec endpoint with `run: async` runs as a job: its queue's limits. */
-export function execPlan(config: ExecConfig): DetachedPlan | undefined {
+/** How often a run waiting for a place of max_processes looks again while the calls' queue is full. */
+const PLACE_RETRY_MS = 250;
+
+/**
+ * An exec endpoint with `run: async` runs as a job: its queue's limits, and `room`, the places of
+ * max_processes free on this instance (runs and calls share them).
+ */
+export function execPlan(config: ExecConfig, room?: () => number): DetachedPlan | undefined {
   if (config.run !== 'async') return undefined;
   return {
+    room,
     maxConcurrency: config.max_concurrency,
     maxQueued: config.max_queued ?? DEFAULT_MAX_QUEUED,
     maxOutputBytes: maxOutputOf(config),
@@ -41,7 +48,8 @@ function maskedStream(output: OutputSink, stream: 'stdout' | 'stderr', secrets: 
 }
 
 /**
- * Runs one run of an exec endpoint, spawned here rather than through the spawn helpers: a run lives for minutes
+ * Runs one run of an exec endpoint, in a place of max_processes (as a call), spawned here rather than through
+ * the spawn helpers: a run lives for minutes
  * and streams its output as it comes, where the helpers answer a command's output at its end. The command gets its
  * own process group; stdout and stderr go to the run's sink as they come (stdout is also kept, up to
  * max_output_bytes, for `result`). Timeout or stop: SIGTERM to the group, SIGKILL `graceMs` later (at once for a
@@ -49,7 +57,35 @@ function maskedStream(output: OutputSink, stream: 'stdout' | 'stderr', secrets: 
  * daemonised out of its group is not searched for: that search reads every process's environment, work the
  * spawn helpers do off the gateway's event loop but a run's end would do on it.
  */
-export function runDetachedCommand(run: DetachedRun<ExecConfig>, secrets: PluginSecrets): Promise<DetachedOutcome> {
+export async function runDetachedCommand(run: DetachedRun<ExecConfig>, secrets: PluginSecrets, processes: AdmissionGate): Promise<DetachedOutcome> {
+  const leave = await processPlace(processes, run.signal);
+  if (!leave) return { status: 'failed' }; // stopped while waiting: core says cancelled (or gateway_stopped)
+  try {
+    return await runCommand(run, secrets);
+  } finally {
+    leave();
+  }
+}
+
+/**
+ * A place among plugin_options max_processes, held while the command runs: a run counts as a call does. Core
+ * claims a run only where one is free (`room`), but a call may take it meanwhile: then the run waits in the calls'
+ * queue (looking again while that queue is full) until a place frees or the run is stopped (undefined).
+ */
+async function processPlace(processes: AdmissionGate, signal: AbortSignal): Promise<(() => void) | undefined> {
+  const free = processes.tryEnter();
+  if (free) return free;
+  while (!signal.aborted) {
+    try {
+      return await processes.enter(signal);
+    } catch {
+      if (!signal.aborted) await new Promise((resolve) => setTimeout(resolve, PLACE_RETRY_MS));
+    }
+  }
+  return undefined;
+}
+
+function runCommand(run: DetachedRun<ExecConfig>, secrets: PluginSecrets): Promise<DetachedOutcome> {
   const { config, output } = run;
   const context = JSON.stringify(run.context);
   const oversized = Buffer.byteLength(context) > MAX_ARGUMENT_BYTES;

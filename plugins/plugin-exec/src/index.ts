@@ -48,8 +48,9 @@ const plugin: TkgatePlugin = {
       check: checkExecEndpoint,
       warn: warnExecEndpoint,
       execute: (call) => runExecEndpoint(call, services),
-      detached: execPlan,
-      runDetached: (run) => runDetachedCommand(run, api.secrets),
+      // Runs count against max_processes as calls do: an instance claims a run only where a place is free.
+      detached: (config) => execPlan(config, () => parsed.max_processes - globalGate.running),
+      runDetached: (run) => runDetachedCommand(run, api.secrets, globalGate),
       audited: true,
       describeResponse: (config) => ({
         data: { description: 'The command\'s stdout parsed as JSON, or {"output": "<text>"} when it is not JSON.' },

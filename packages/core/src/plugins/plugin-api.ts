@@ -188,6 +188,12 @@ export interface DetachedPlan {
   viewPower?: number;
   /** Power that cancels any run of the endpoint (default auth.admin_power). */
   cancelPower?: number;
+  /**
+   * (1.5) How many more runs this instance may start now: the type's own bound on what runs here at once (exec:
+   * the places of `max_processes` its calls have left). Core claims no more here, so another instance takes them.
+   * Default: no bound of the type's own.
+   */
+  room?: () => number;
 }
 
 /** (1.5) One run, on the instance that claimed it. Nothing of it depends on the request that asked for it. */

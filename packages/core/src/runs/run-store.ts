@@ -150,12 +150,13 @@ export class RunStore {
    * Claims the queue's oldest runs that may start: while fewer than `maxConcurrency` run, the oldest queued run
    * whose concurrency key no running run holds. Under the queue's lock, each claim a conditional UPDATE
    * (`WHERE status = 'queued'`) whose changed row count says it was this instance's: a run starts exactly once.
+   * `room`: at most that many here (the endpoint type's own bound on this instance).
    */
-  async claim(queue: string, maxConcurrency: number, instance: string, now: number): Promise<ClaimedRun[]> {
+  async claim(queue: string, maxConcurrency: number, instance: string, now: number, room = Infinity): Promise<ClaimedRun[]> {
     return writeTransaction(this.db, async (trx) => {
       await lockQueue(trx, queue, now);
       const running = (await trx('runs').where({ queue, status: 'running' }).select('concurrency_key')) as Array<{ concurrency_key: string | null }>;
-      let free = maxConcurrency - running.length;
+      let free = Math.min(maxConcurrency - running.length, room);
       if (free <= 0) return [];
       const busyKeys = new Set(running.map((row) => row.concurrency_key).filter((key) => key !== null));
       const waiting = (await trx('runs')

@@ -209,7 +209,10 @@ export class Runs {
         await this.endUnknown(queue);
         continue;
       }
-      for (const claimed of await this.store.claim(queue.queue, plan.maxConcurrency, this.instance, Date.now())) this.run(claimed, endpoint, plan);
+      // The type's own bound here (exec: max_processes): a full instance leaves the queue to the others.
+      const room = plan.room?.() ?? Infinity;
+      if (room <= 0) continue;
+      for (const claimed of await this.store.claim(queue.queue, plan.maxConcurrency, this.instance, Date.now(), room)) this.run(claimed, endpoint, plan);
     }
   }
 
