@@ -6,6 +6,7 @@ import { dialects } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { scriptWriter } from '../support/executables.js';
 import { passwordOf } from '../support/fixtures.js';
+import { scrape, valueOf } from '../support/ops.js';
 import { startGateway, writeConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { apiKeyOf, call, loginToken, toolkitClient } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
@@ -38,7 +39,6 @@ const endpoints = (editedDescription: string) => [
   approved('edited', {}, { description: editedDescription }),
   approved('dry', { dry_run: [dry] }, { env: { MARKS: marks, TOKEN: { secret: 'env:APPROVAL_TEST_TOKEN' } } }),
 ];
-const toolkits = toolkitDir({ 'ops.yaml': { name: 'ops', type: 'app', endpoints: endpoints('first') } });
 
 const ENDED = ['succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'rejected', 'expired'];
 const lines = (id: string) => (existsSync(path.join(marks, id)) ? readFileSync(path.join(marks, id), 'utf8').trim().split('\n') : []);
@@ -55,6 +55,8 @@ for (const dialect of dialects) {
       { username: 'pam', power: 50 },
       { username: 'root', power: 100 },
     ]);
+    // The suite's own toolkit directory: its last test edits it.
+    const toolkits = toolkitDir({ 'ops.yaml': { name: 'ops', type: 'app', endpoints: endpoints('first') } });
     const gateways: GatewayProcess[] = [];
     let a: GatewayProcess;
     let b: GatewayProcess;
@@ -237,6 +239,8 @@ for (const dialect of dialects) {
         (await call('GET', `${b.base}/runs?endpoint=deploy2`, { token: tokens[as] })).body.data.runs.map((run: { id: string }) => run.id);
       expect(await seen('vic')).to.include(id);
       expect(await seen('pam')).not.to.include(id);
+      // tkgate_runs_awaiting_approval counts it, on either instance (the database's figure).
+      expect(valueOf((await scrape(b)).samples, 'tkgate_runs_awaiting_approval')).to.be.at.least(1);
       expect((await decide('approve', id, 'vic', b)).status).to.equal(200);
       expect(await approvable('vic')).not.to.include(id);
       expect(await approvable('wes')).to.include(id);
