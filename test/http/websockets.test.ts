@@ -263,8 +263,11 @@ for (const dialect of dialects) {
       held[0]!.socket.close();
       await held[0]!.closed;
       const again = await eventually('a place again', () => open('live').catch(() => undefined));
-      again.socket.close();
-      for (const { socket } of held.slice(1)) socket.close();
+      // Every place freed again for the cases after this one.
+      for (const { socket, closed } of [again, ...held.slice(1)]) {
+        socket.close();
+        await closed;
+      }
     });
 
     it('closes a socket idle for idle_timeout with 1001, and writes one access line at close with duration and bytes each way', async () => {
