@@ -18,6 +18,7 @@ import { startWebhook, webhookInstalled } from './servers/webhook.js';
 import { rateLimitEntries } from './rate-limits.js';
 import { clearSessions, insertSessions } from './sessions.js';
 import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
+import { pathTemplateRows } from './path-templates.js';
 import { tracingRows } from './tracing.js';
 import { workloadIdentityRows } from './workload-identity.js';
 
@@ -253,6 +254,29 @@ async function main() {
     await scenario('9. tracing off vs on (http endpoint, JSON)', traced.rows, [atLeast(0.7, 'tracing off')]);
     await traced.stop();
   }
+
+  // 12. Path templates against exact paths (scripts/bench/path-templates.js): 500 toolkits, the same URL.
+  if (runs(12)) {
+    const templates = await pathTemplateRows({ dir, config, upstreamPort: upstream.port, row: tkgate, track });
+    await scenario('12. path templates vs exact paths (500 toolkits)', templates.rows, [cpuAtMost(1.1, templates.rows[1].name)]);
+    await templates.stop();
+  }
+
+  // 13. A forwarded GET (forward: request) against the context POST of scenario 3, the same answer.
+  if (runs(13))
+    await scenario(
+      '13. forwarded GET vs context POST (http endpoint)',
+      [
+        tkgate('forward: request (GET)', gateway, { url: '/tk/app/bench/forwarded', headers: auth }),
+        tkgate('forward: context (POST)', gateway, {
+          url: '/tk/app/bench/json',
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: '{"q":"disk"}',
+        }),
+      ],
+      [cpuAtMost(1.05, 'forward: context (POST)')],
+    );
 
   // 11. A workload token (auth.jwt_issuers) vs an API key of the same user (scripts/bench/workload-identity.js).
   if (runs(11)) {
