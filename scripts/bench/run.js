@@ -20,6 +20,7 @@ import { clearSessions, insertSessions } from './sessions.js';
 import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
 import { pathTemplateRows } from './path-templates.js';
 import { tracingRows } from './tracing.js';
+import { websocketMemoryRows } from './websockets.js';
 import { workloadIdentityRows } from './workload-identity.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -337,6 +338,19 @@ async function main() {
         },
       ],
       goals: [{ goal: '< 60 MB for 100k', ratio: null, met: mode === 'smoke' ? null : perHundredThousand < 60 }],
+    });
+  }
+
+  // 14. Memory per idle relayed WebSocket pair: tkgate against a bare `ws` relay (scripts/bench/websockets.js).
+  if (runs(14)) {
+    const count = mode === 'full' ? 9_900 : mode === 'quick' ? 2_000 : 200;
+    log(`14. memory: ${count.toLocaleString('en')} idle WebSockets\n`);
+    const rows = await websocketMemoryRows({ dir, config, count, track, startServer, settledRss, log });
+    const ratio = rows[0].kb_per_pair / rows[1].kb_per_pair;
+    results.push({
+      scenario: `14. memory: ${count.toLocaleString('en')} idle relayed WebSockets`,
+      rows,
+      goals: [{ goal: 'KB per socket pair <= 1.2x bare ws relay', ratio: round(ratio, 2), met: mode === 'smoke' ? null : ratio <= 1.2 }],
     });
   }
 
