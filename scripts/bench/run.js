@@ -19,7 +19,9 @@ import { rateLimitEntries } from './rate-limits.js';
 import { measureRuns, queriesLine } from './runs.js';
 import { clearSessions, insertSessions } from './sessions.js';
 import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
+import { pathTemplateRows } from './path-templates.js';
 import { tracingRows } from './tracing.js';
+import { websocketMemoryRows } from './websockets.js';
 import { workloadIdentityRows } from './workload-identity.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -256,6 +258,29 @@ async function main() {
     await traced.stop();
   }
 
+  // 14. Path templates against exact paths (scripts/bench/path-templates.js): 500 toolkits, the same URL.
+  if (runs(14)) {
+    const templates = await pathTemplateRows({ dir, config, upstreamPort: upstream.port, row: tkgate, track });
+    await scenario('14. path templates vs exact paths (500 toolkits)', templates.rows, [cpuAtMost(1.1, templates.rows[1].name)]);
+    await templates.stop();
+  }
+
+  // 15. A forwarded GET (forward: request) against the context POST of scenario 3, the same answer.
+  if (runs(15))
+    await scenario(
+      '15. forwarded GET vs context POST (http endpoint)',
+      [
+        tkgate('forward: request (GET)', gateway, { url: '/tk/app/bench/forwarded', headers: auth }),
+        tkgate('forward: context (POST)', gateway, {
+          url: '/tk/app/bench/json',
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: '{"q":"disk"}',
+        }),
+      ],
+      [cpuAtMost(1.05, 'forward: context (POST)')],
+    );
+
   // 11. A workload token (auth.jwt_issuers) vs an API key of the same user (scripts/bench/workload-identity.js).
   if (runs(11)) {
     const identity = await workloadIdentityRows({ config, row: tkgate, track });
@@ -340,6 +365,19 @@ async function main() {
         },
       ],
       goals: [{ goal: '< 60 MB for 100k', ratio: null, met: mode === 'smoke' ? null : perHundredThousand < 60 }],
+    });
+  }
+
+  // 16. Memory per idle relayed WebSocket pair: tkgate against a bare `ws` relay (scripts/bench/websockets.js).
+  if (runs(16)) {
+    const count = mode === 'full' ? 9_900 : mode === 'quick' ? 2_000 : 200;
+    log(`16. memory: ${count.toLocaleString('en')} idle WebSockets\n`);
+    const rows = await websocketMemoryRows({ dir, config, count, track, startServer, settledRss, log });
+    const ratio = rows[0].kb_per_pair / rows[1].kb_per_pair;
+    results.push({
+      scenario: `16. memory: ${count.toLocaleString('en')} idle relayed WebSockets`,
+      rows,
+      goals: [{ goal: 'KB per socket pair <= 1.2x bare ws relay', ratio: round(ratio, 2), met: mode === 'smoke' ? null : ratio <= 1.2 }],
     });
   }
 

@@ -53,6 +53,8 @@ function toolkit(upstreamPort, tinyScript) {
       ITEMS_ENDPOINT,
       PAGED_ENDPOINT,
       { path: 'json', method: 'POST', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/json` } },
+      // The client's GET itself forwarded (scenario 15), to the same answer as json's context POST.
+      { path: 'forwarded', method: 'GET', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/json`, forward: 'request' } },
       { path: 'file', method: 'GET', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/1mb`, passthrough: true } },
       { path: 'tiny', method: 'GET', type: 'exec', command: [tinyScript], max_concurrency: 16, max_queue: 256 },
     ],
@@ -128,6 +130,8 @@ export async function startTkgate(config, extraArgs = [], env = {}, bin = tkgate
     // --compare build (an older checkout) needs its own plugins, whose plugin API it has.
     cwd: path.resolve(bin, '../../../..'),
     ready: (line) => line.includes('"msg":"listening"'),
+    // Scenario 12's gateways load 500 toolkits first, on a machine others may be loading too.
+    timeoutMs: 90_000,
   });
   const { port } = JSON.parse(gateway.line);
   return { ...gateway, base: `http://127.0.0.1:${port}/api` };

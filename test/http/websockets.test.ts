@@ -6,6 +6,7 @@ import { dialects } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { apiKeyClient, call } from '../support/http.js';
+import { rssMb } from '../support/process-memory.js';
 import { withGateway } from '../support/suite.js';
 import { pluginsWithTestFunctions, toolkitDir } from '../support/toolkit-files.js';
 
@@ -18,8 +19,14 @@ interface Handshake {
   headers: IncomingHttpHeaders;
 }
 
+/** What the upstream sends on 'flood': far more than the gateway may hold for a client that does not read. */
+const FLOOD_BYTES = 96 * 1024 * 1024;
+const FLOOD_MESSAGE = Buffer.alloc(256 * 1024, 7);
+
 async function startEchoService() {
   const handshakes: Handshake[] = [];
+  /** The upstream's side of the sockets it was asked to flood: what it could not yet hand over is its bufferedAmount. */
+  const flooding: WebSocket[] = [];
   const pings: string[] = [];
   const closes: Array<[number, string]> = [];
   const server = new WebSocketServer({
@@ -34,12 +41,18 @@ async function startEchoService() {
     socket.on('close', (code, reason) => closes.push([code, reason.toString()]));
     socket.on('message', (data, isBinary) => {
       if (!isBinary && data.toString() === 'close-4000') return socket.close(4000, 'bye');
+      if (!isBinary && data.toString() === 'flood') {
+        flooding.push(socket);
+        for (let sent = 0; sent < FLOOD_BYTES; sent += FLOOD_MESSAGE.length) socket.send(FLOOD_MESSAGE, { binary: true });
+        return;
+      }
       socket.send(data, { binary: isBinary });
     });
   });
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   return {
     handshakes,
+    flooding,
     pings,
     closes,
     url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`,
@@ -115,7 +128,8 @@ for (const dialect of dialects) {
       dialect,
       [{ username: 'ana', power: 10 }],
       { websocket: { max_per_user: 3 } },
-      { toolkitsDir: toolkitDir({ 'dash.yaml': dashboard }) },
+      // A process: the slow reader's case measures the gateway's own memory.
+      { toolkitsDir: toolkitDir({ 'dash.yaml': dashboard }), process: true },
     );
     let token: string;
     before(async () => {
@@ -198,6 +212,42 @@ for (const dialect of dialects) {
       socket.close();
     });
 
+    it("holds back an upstream that floods a client that stopped reading: the gateway's memory stays bounded, and every byte arrives once it reads again", async () => {
+      const pid = s.gateway.child.pid!;
+      const { socket } = await open('live');
+      try {
+        let received = 0;
+        socket.on('message', (data: Buffer) => (received += data.length));
+        const before = await rssMb(pid);
+        socket.pause();
+        const flooded = echo.flooding.length;
+        socket.send('flood');
+        const upstream = await eventually('the flood under way', () => echo.flooding[flooded]);
+        // Until what the upstream still holds stops shrinking: the gateway (and the kernel's buffers) took what they will.
+        let last = -1;
+        await eventually(
+          'the upstream held back',
+          async () => {
+            const now = upstream.bufferedAmount;
+            const still = now === last;
+            last = now;
+            if (!still) await new Promise((resolve) => setTimeout(resolve, 1000));
+            return still;
+          },
+          60_000,
+        );
+        const growth = (await rssMb(pid)) - before;
+        expect(upstream.bufferedAmount, 'what the upstream could not hand over').to.be.greaterThan(FLOOD_BYTES / 4);
+        expect(growth, 'RSS growth of the gateway in MB').to.be.lessThan(48);
+        socket.resume();
+        await eventually('every byte at the client', () => received === FLOOD_BYTES, 60_000);
+        socket.close(1000);
+      } finally {
+        // A failed check leaves no paused socket holding a place of max_per_user.
+        if (socket.readyState === WebSocket.OPEN) socket.terminate();
+      }
+    });
+
     it('refuses an upgrade with an ordinary HTTP answer: 401, 403, 404, 400', async () => {
       expect(await refusal(open('live', { headers: {} }))).to.deep.equal({ status: 401, code: 'unauthorized' });
       expect(await refusal(open('admin'))).to.deep.equal({ status: 403, code: 'forbidden' });
@@ -213,8 +263,11 @@ for (const dialect of dialects) {
       held[0]!.socket.close();
       await held[0]!.closed;
       const again = await eventually('a place again', () => open('live').catch(() => undefined));
-      again.socket.close();
-      for (const { socket } of held.slice(1)) socket.close();
+      // Every place freed again for the cases after this one.
+      for (const { socket, closed } of [again, ...held.slice(1)]) {
+        socket.close();
+        await closed;
+      }
     });
 
     it('closes a socket idle for idle_timeout with 1001, and writes one access line at close with duration and bytes each way', async () => {

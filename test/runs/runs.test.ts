@@ -49,6 +49,7 @@ const ops = {
     async('single', [sleeper], { max_concurrency: 1, max_queued: 2 }),
     async('watched', [jsonOut], { runs: { view_power: 50, cancel_power: 60 } }),
     async('held', [sleeper], { max_concurrency: 1, max_queued: 500 }),
+    async('release/{service}', [waits], { env: { GO_DIR: goDir }, concurrency_key: '$path.service' }),
   ],
 };
 
@@ -200,6 +201,21 @@ for (const dialect of dialects) {
       expect((await call('GET', `${base()}/runs/${chatty}/output`, { token })).body).to.equal('a'.repeat(1000));
     });
 
+    it('runs one run at a time per value of a concurrency_key from the path ($path.service), others alongside', async () => {
+      const token = await s.login('ann');
+      const client = toolkitClient(base(), token);
+      const submit = async (service: string) => (await client.post('ops', `release/${service}`, {})).body.data.run_id as string;
+      const [api, apiAgain, web] = [await submit('api'), await submit('api'), await submit('web')];
+      const statusOf = async (id: string) => (await runOf(id, token)).body.data.status as string;
+      await eventually('the first api run and the web run running', async () => (await statusOf(api)) === 'running' && (await statusOf(web)) === 'running');
+      expect(await statusOf(apiAgain)).to.equal('queued');
+      go(api);
+      await eventually('the second api run running once the first ended', async () => (await statusOf(apiAgain)) === 'running');
+      go(apiAgain);
+      go(web);
+      for (const id of [api, apiAgain, web]) expect((await ended(id, token)).status).to.equal('succeeded');
+    });
+
     it('shows a run to its caller, runs.view_power and admins only: 404 run_not_found for anyone else, as for an unknown id', async () => {
       const annToken = await s.login('ann');
       const id = (await toolkitClient(base(), annToken).post('ops', 'watched', {})).body.data.run_id;
@@ -293,7 +309,8 @@ for (const dialect of dialects) {
   });
 }
 
-describe(`runs: configuration problems (${dialects[0]!.name})`, () => {
+describe(`runs: configuration problems (${dialects[0]!.name})`, function () {
+  this.timeout(120_000);
   const s = withDatabase(dialects[0]!, []);
   const check = async (endpoint: Record<string, unknown>) => {
     const config = writeConfig({ db: s.bed.dbConfig });
@@ -307,7 +324,7 @@ describe(`runs: configuration problems (${dialects[0]!.name})`, () => {
     expect(result.stdout + result.stderr).to.include('endpoints.0.run');
   });
 
-  it('refuses a concurrency_key that names no field, or is not $payload/$context', async () => {
+  it('refuses a concurrency_key that names no field, or is not $payload/$context/$path', async () => {
     const missing = await check({ run: 'async', concurrency_key: '$payload.service', client_filter: { allowed_fields: ['other'] } });
     expect(missing.code).not.to.equal(0);
     expect(missing.stdout + missing.stderr)
@@ -320,5 +337,12 @@ describe(`runs: configuration problems (${dialects[0]!.name})`, () => {
     expect(contextMissing.code).not.to.equal(0);
     const ok = await check({ run: 'async', concurrency_key: '$context.username' });
     expect(ok.code, ok.stdout + ok.stderr).to.equal(0);
+    const pathMissing = await check({ path: 'x/{service}', run: 'async', concurrency_key: '$path.host' });
+    expect(pathMissing.code).not.to.equal(0);
+    expect(pathMissing.stdout + pathMissing.stderr)
+      .to.include('concurrency_key')
+      .and.include("host is not a parameter of the endpoint's path");
+    const pathOk = await check({ path: 'x/{service}', run: 'async', concurrency_key: '$path.service' });
+    expect(pathOk.code, pathOk.stdout + pathOk.stderr).to.equal(0);
   });
 });

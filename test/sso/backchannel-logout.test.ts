@@ -1,19 +1,51 @@
 import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { JWTPayload } from 'jose';
+import { WebSocket, WebSocketServer } from 'ws';
 import { dialects } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { authClient, call } from '../support/http.js';
+import { toolkitDir } from '../support/toolkit-files.js';
 import { hmacWithSecret, signed, strangerKey, unsigned } from './forged-tokens.js';
 import { CLIENT_ID, CLIENT_SECRET, exchange, signInCode, withSso } from './sso-suite.js';
 import { UserAgent } from './user-agent.js';
 
 const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
+/** A WebSocket service (a dashboard) behind the gateways: an OIDC user's socket to it ends with their session. */
+const dashboardService = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+dashboardService.on('connection', (socket) => socket.on('message', (data, isBinary) => socket.send(data, { binary: isBinary })));
+await new Promise<void>((resolve) => dashboardService.once('listening', () => resolve()));
+after(() => new Promise<void>((resolve) => (dashboardService.clients.forEach((client) => client.terminate()), dashboardService.close(() => resolve()))));
+const toolkits = toolkitDir({
+  'dash.yaml': {
+    name: 'dash',
+    type: 'app',
+    endpoints: [
+      {
+        path: 'live',
+        method: 'GET',
+        type: 'http',
+        websocket: true,
+        upstream: { url: `ws://127.0.0.1:${(dashboardService.address() as AddressInfo).port}/live` },
+      },
+    ],
+  },
+});
+
+/** An open socket through `base` with `token`, and how it closed (code, reason) once it does. */
+async function openSocket(base: string, token: string): Promise<{ socket: WebSocket; closed: Promise<[number, string]> }> {
+  const socket = new WebSocket(`${base.replace(/^http/, 'ws')}/tk/app/dash/live`, { headers: { authorization: `Bearer ${token}` } });
+  const closed = new Promise<[number, string]>((resolve) => socket.once('close', (code, reason) => resolve([code, reason.toString()])));
+  await new Promise((resolve, reject) => (socket.once('open', resolve), socket.once('error', reject)));
+  return { socket, closed };
+}
+
 for (const dialect of dialects) {
   describe(`back-channel logout across two instances on one database (${dialect.name})`, function () {
     this.timeout(90_000);
-    const s = withSso(dialect, { instances: 2 });
+    const s = withSso(dialect, { instances: 2, config: { toolkits: { dir: toolkits, watch: false } } });
     const [a, b] = [() => s.gateways[0]!.base, () => s.gateways[1]!.base];
     const statusOn = async (base: string, token: string) => (await authClient(base).status(token)).status;
     const endpoint = () => `${a()}/auth/oidc/corp/backchannel-logout`;
@@ -45,12 +77,21 @@ for (const dialect of dialects) {
       for (const base of [a(), b()]) for (const token of [first, second]) expect(await statusOn(base, token)).to.equal(200);
     });
 
-    it('ending the provider session ends that session (its sid) on both instances, and only that one', async () => {
+    it('ending the provider session ends that session (its sid) on both instances, and only that one: its WebSocket closes (4401 session_ended)', async () => {
+      // The first session's socket is held on the instance that did not sign it in; the second's stays open.
+      const firstSocket = await openSocket(a(), first);
+      const secondSocket = await openSocket(b(), second);
       const confirmed = await firstAgent.endProviderSession(`${s.idp.issuer}/session/end?client_id=${CLIENT_ID}`);
       expect(confirmed.status).to.be.within(200, 399);
       expect(s.idp.backchannelErrors).to.deep.equal([]);
       for (const base of [a(), b()]) await eventually(`the first session ended on ${base}`, async () => (await statusOn(base, first)) === 401);
       for (const base of [a(), b()]) expect(await statusOn(base, second)).to.equal(200);
+      expect(await firstSocket.closed).to.deep.equal([4401, 'session_ended']);
+      const echoed = new Promise<string>((resolve) => secondSocket.socket.once('message', (data) => resolve(data.toString())));
+      secondSocket.socket.send('still here');
+      expect(await echoed).to.equal('still here');
+      secondSocket.socket.close(1000);
+      await secondSocket.closed;
     });
 
     const refusals: Array<[string, () => Promise<string>]> = [

@@ -55,9 +55,11 @@ export const execConfigSchema = z
     max_queued: z.number().int().min(0).optional().describe('run: async: runs waiting, across all instances (default 100); past it 503 busy.'),
     concurrency_key: z
       .string()
-      .regex(/^\$(payload|context)\.[A-Za-z_][A-Za-z0-9_]*$/, 'must be $payload.<field> or $context.<field>')
+      .regex(/^\$(payload|context|path)\.[A-Za-z_][A-Za-z0-9_]*$/, 'must be $payload.<field>, $context.<field> or $path.<name>')
       .optional()
-      .describe('run: async: runs with one value of this field run one at a time, oldest first ($payload.<field> or $context.<field>).'),
+      .describe(
+        'run: async: runs with one value of this field run one at a time, oldest first ($payload.<field>, $context.<field> or $path.<name> of a path template).',
+      ),
     runs: z
       .strictObject({
         view_power: z.number().int().optional().describe("Power that sees this endpoint's runs besides their caller (default auth.admin_power)."),

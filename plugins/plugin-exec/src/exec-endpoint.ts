@@ -47,12 +47,18 @@ function checkRunKeys(config: ExecConfig, env: CheckEnvironment): ConfigIssue[] 
   }
   if (config.concurrency_key !== undefined) {
     const [source, field] = config.concurrency_key.slice(1).split('.') as [string, string];
-    const known = source === 'payload' ? env.payloadFields === undefined || env.payloadFields.has(field) : env.contextFields.has(field);
-    if (!known)
-      issues.push({
-        path: ['concurrency_key'],
-        message: source === 'payload' ? `names no field: ${field} is not in client_filter.allowed_fields` : `names no field: the context has no ${field}`,
-      });
+    const known =
+      source === 'payload'
+        ? env.payloadFields === undefined || env.payloadFields.has(field)
+        : source === 'path'
+          ? env.pathParams.has(field)
+          : env.contextFields.has(field);
+    const why = {
+      payload: `${field} is not in client_filter.allowed_fields`,
+      path: `${field} is not a parameter of the endpoint's path`,
+      context: `the context has no ${field}`,
+    };
+    if (!known) issues.push({ path: ['concurrency_key'], message: `names no field: ${why[source as keyof typeof why]}` });
   }
   return issues;
 }

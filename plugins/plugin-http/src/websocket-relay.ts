@@ -1,4 +1,5 @@
 import { GatewayError, UPGRADED, type EndpointCall } from '@tkgate/core';
+import type { IncomingMessage } from 'node:http';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { contextHeader } from './forward-request.js';
 import { configuredHeaders, type SecretValue } from './configured-headers.js';
@@ -20,6 +21,21 @@ import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
 const HIGH_WATER = 1024 * 1024;
 /** Keep-alive pings to both sides. */
 const PING_EVERY_MS = 30_000;
+/** How often the one sweep of all sockets looks for idle ones (and pings when PING_EVERY_MS has passed). */
+const SWEEP_EVERY_MS = 1000;
+
+/** One relayed socket pair, as the shared sweep sees it. */
+interface Pair {
+  near: WebSocket;
+  far: WebSocket;
+  idleMs: number;
+  /** Date.now() of the last message either way. */
+  lastActivity: number;
+}
+
+/** The subprotocol the upstream chose, on the client's upgrade request (read by the shared server's handleProtocols). */
+const CHOSEN = Symbol('tkgate.websocket.chosen');
+type ChosenOn = IncomingMessage & { [CHOSEN]?: string };
 
 /** Close codes a peer may send (RFC 6455 7.4): others (1005 no status, 1006 abnormal) close without a code. */
 const sendable = (code: number) => (code >= 1000 && code <= 1014 && ![1004, 1005, 1006].includes(code)) || (code >= 3000 && code <= 4999);
@@ -53,13 +69,51 @@ function upstreamUrl(url: string, params: Record<string, unknown> | undefined): 
 }
 
 export class WebSocketRelay {
-  private readonly open = new Set<WebSocket>();
+  private readonly open = new Set<Pair>();
+  /** One handshake server per max_message_bytes value (not one per socket): ws keeps the limit per server. */
+  private readonly servers = new Map<number, WebSocketServer>();
+  /** One sweep for every socket (not a timer per socket), running while any is open. */
+  private sweeper: NodeJS.Timeout | undefined;
+  private lastPing = Date.now();
 
   constructor(private readonly secretValue: SecretValue) {}
 
   /** The gateway stops: every relayed socket ends. */
   close(): void {
-    for (const socket of this.open) socket.terminate();
+    for (const pair of this.open) pair.near.terminate();
+  }
+
+  private serverFor(maxBytes: number): WebSocketServer {
+    let server = this.servers.get(maxBytes);
+    if (!server) {
+      server = new WebSocketServer({
+        noServer: true,
+        autoPong: false,
+        clientTracking: false,
+        perMessageDeflate: false,
+        maxPayload: maxBytes,
+        // The client gets the subprotocol the upstream chose (never the token one, which core removed).
+        handleProtocols: (offers, req: ChosenOn) => (req[CHOSEN] && offers.has(req[CHOSEN]) ? req[CHOSEN] : false),
+      });
+      this.servers.set(maxBytes, server);
+    }
+    return server;
+  }
+
+  /** Closes idle pairs with 1001 and, every PING_EVERY_MS, pings both sides of every pair. */
+  private sweep(): void {
+    const now = Date.now();
+    const ping = now - this.lastPing >= PING_EVERY_MS;
+    if (ping) this.lastPing = now;
+    for (const pair of this.open) {
+      if (now - pair.lastActivity >= pair.idleMs) {
+        closeWith(pair.near, 1001, 'idle');
+        closeWith(pair.far, 1001, 'idle');
+      } else if (ping) {
+        if (pair.near.readyState === WebSocket.OPEN) pair.near.ping();
+        if (pair.far.readyState === WebSocket.OPEN) pair.far.ping();
+      }
+    }
   }
 
   async relay(call: EndpointCall<HttpConfig>): Promise<typeof UPGRADED> {
@@ -108,17 +162,8 @@ export class WebSocketRelay {
     }
     far.removeAllListeners('error');
     const near = await new Promise<WebSocket>((resolve) => {
-      // The client gets the subprotocol the upstream chose (never the token one, which core removed).
-      const chosen = far.protocol;
-      const server = new WebSocketServer({
-        noServer: true,
-        autoPong: false,
-        clientTracking: false,
-        perMessageDeflate: false,
-        maxPayload: maxBytes,
-        handleProtocols: (offers) => (chosen && offers.has(chosen) ? chosen : false),
-      });
-      server.handleUpgrade(upgrade.request, upgrade.socket, upgrade.head, resolve);
+      (upgrade.request as ChosenOn)[CHOSEN] = far.protocol;
+      this.serverFor(maxBytes).handleUpgrade(upgrade.request, upgrade.socket, upgrade.head, resolve);
     });
     this.watch(near, far, idleMs, () => span.end());
     // The session or key this socket was opened with ended (anywhere): both sides close with 4401.
@@ -126,28 +171,20 @@ export class WebSocketRelay {
     return UPGRADED;
   }
 
-  /** Relays both ways until either side closes; the idle timer and the keep-alive pings. */
+  /** Relays both ways until either side closes; the shared sweep sees to idle time and keep-alive pings. */
   private watch(near: WebSocket, far: WebSocket, idleMs: number, ended: () => void): void {
-    this.open.add(near);
-    let idle: NodeJS.Timeout;
-    const activity = () => {
-      clearTimeout(idle);
-      idle = setTimeout(() => {
-        closeWith(near, 1001, 'idle');
-        closeWith(far, 1001, 'idle');
-      }, idleMs);
-    };
-    activity();
-    const pings = setInterval(() => {
-      if (near.readyState === WebSocket.OPEN) near.ping();
-      if (far.readyState === WebSocket.OPEN) far.ping();
-    }, PING_EVERY_MS);
+    const pair: Pair = { near, far, idleMs, lastActivity: Date.now() };
+    this.open.add(pair);
+    this.sweeper ??= setInterval(() => this.sweep(), SWEEP_EVERY_MS).unref();
+    const activity = () => (pair.lastActivity = Date.now());
     relay(near, far, activity);
     relay(far, near, activity);
     near.once('close', () => {
-      this.open.delete(near);
-      clearTimeout(idle);
-      clearInterval(pings);
+      this.open.delete(pair);
+      if (this.open.size === 0) {
+        clearInterval(this.sweeper);
+        this.sweeper = undefined;
+      }
       ended();
     });
   }

@@ -19,7 +19,7 @@ export function runStep(runs: Runs, base: string): Stage<RunState> {
     const { endpoint } = ctx.state;
     const plan = runs.planOf(endpoint);
     if (!plan) return next();
-    const { caller, credential, payload } = ctx.state;
+    const { caller, credential, payload, pathParams } = ctx.state;
     const id = await runs.submit({
       endpoint,
       plan,
@@ -29,6 +29,7 @@ export function runStep(runs: Runs, base: string): Stage<RunState> {
       requestId: ctx.state.requestId,
       context: ctx.state.requestContext,
       payload,
+      pathParams,
       keptPayload: listedFields(payload, endpoint.auditFields),
     });
     if (ctx.state.auditDetails) ctx.state.auditDetails.run_id = id;

@@ -209,7 +209,7 @@ export interface DetachedPlan {
   maxQueued: number;
   /** Output kept per run (stdout and stderr together); past it the run goes on and says truncated. */
   maxOutputBytes: number;
-  /** `$payload.<field>` or `$context.<field>`: runs with one value of it run one at a time, oldest first. */
+  /** `$payload.<field>`, `$context.<field>` or (1.5) `$path.<name>`: runs with one value of it run one at a time, oldest first. */
   concurrencyKey?: string;
   /** Power that sees any run of the endpoint besides its caller (default auth.admin_power). */
   viewPower?: number;

@@ -56,6 +56,8 @@ export interface RunRequest {
   requestId: string;
   context: Record<string, unknown>;
   payload: Record<string, unknown>;
+  /** A template endpoint's path parameters (what `$path.<name>` names). */
+  pathParams: Record<string, unknown> | undefined;
   keptPayload: Record<string, unknown> | undefined;
 }
 
@@ -71,9 +73,10 @@ export interface RunsServices {
 const busy = () => new GatewayError(503, 'busy', 'too many runs of this endpoint are waiting; try again shortly', { headers: { 'Retry-After': '5' } });
 
 /** The value of `$payload.x` or `$context.x` in a call. */
-function keyValue(spec: string, payload: Record<string, unknown>, context: Record<string, unknown>): unknown {
+function keyValue(spec: string, request: RunRequest): unknown {
   const [source, field] = spec.slice(1).split('.', 2) as [string, string];
-  return (source === 'payload' ? payload : context)[field] ?? null;
+  const values = source === 'payload' ? request.payload : source === 'path' ? (request.pathParams ?? {}) : request.context;
+  return values[field] ?? null;
 }
 
 /**
@@ -154,7 +157,7 @@ export class Runs {
       toolkit: endpoint.toolkit,
       endpoint: endpoint.path,
       method: request.method,
-      concurrencyKey: plan.concurrencyKey ? keyOf(keyValue(plan.concurrencyKey, request.payload, request.context)) : null,
+      concurrencyKey: plan.concurrencyKey ? keyOf(keyValue(plan.concurrencyKey, request)) : null,
       userId: request.caller.id,
       username: request.caller.username,
       actor: request.actor,
