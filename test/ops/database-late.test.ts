@@ -66,27 +66,18 @@ describe('a database that is down at start is waited for', function () {
     return { real, port, config: { ...gatewayDefaults(), db: { client: 'mysql', url: moved.toString() }, server: { port } } };
   };
 
-  it('retries with a growing pause, each attempt logged, /healthz 200 and /readyz 503 meanwhile; then serves; SIGTERM exits 0', async () => {
-    const dbPort = await freePort();
-    const { real, port, config } = await configOn(dbPort);
-    const gateway = startTkgate(config);
-    running.push(gateway.child);
-    const root = `http://127.0.0.1:${port}`;
-    await eventually('two attempts logged', () =>
-      gateway.logs.filter((line) => line.msg === 'database unreachable; retrying').length >= 2 ? true : undefined,
-    );
-    const attempts = gateway.logs.filter((line) => line.msg === 'database unreachable; retrying');
-    expect(attempts[0]).to.include({ level: 'warn', attempt: 1 });
-    expect(Number(attempts[1]!.retry_in_ms)).to.be.above(Number(attempts[0]!.retry_in_ms));
-    expect(JSON.stringify(attempts)).to.include('ECONNREFUSED');
+  /** What a waiting gateway answers: /healthz 200, /readyz 503 naming the database, anything else 503 `unavailable`. */
+  const expectWaitingAnswers = async (root: string) => {
     const health = await call('GET', `${root}/healthz`);
     expect([health.status, health.body]).to.deep.equal([200, { status: 'ok' }]);
     const ready = await call('GET', `${root}/readyz`);
     expect([ready.status, ready.body.failing]).to.deep.equal([503, ['database', 'toolkits']]);
     const api = await call('GET', `${root}/api/auth/me`);
     expect([api.status, api.body.error?.code]).to.deep.equal([503, 'unavailable']);
-    expect(gateway.child.exitCode).to.equal(null);
+  };
 
+  /** The database comes up: the gateway serves (/readyz 200), then SIGTERM exits 0. */
+  const expectServesOnceUp = async (gateway: Started, real: URL, dbPort: number, root: string) => {
     const relay = await relayTo(real, dbPort);
     try {
       await eventually('listening once the database is there', () => (gateway.logs.some((line) => line.msg === 'listening') ? true : undefined), 60_000);
@@ -100,6 +91,58 @@ describe('a database that is down at start is waited for', function () {
     } finally {
       relay.close();
     }
+  };
+
+  it('retries with a growing pause, each attempt logged, /healthz 200 and /readyz 503 meanwhile; then serves; SIGTERM exits 0', async () => {
+    const dbPort = await freePort();
+    const { real, port, config } = await configOn(dbPort);
+    const gateway = startTkgate(config);
+    running.push(gateway.child);
+    const root = `http://127.0.0.1:${port}`;
+    await eventually('two attempts logged', () =>
+      gateway.logs.filter((line) => line.msg === 'database unreachable; retrying').length >= 2 ? true : undefined,
+    );
+    const attempts = gateway.logs.filter((line) => line.msg === 'database unreachable; retrying');
+    expect(attempts[0]).to.include({ level: 'warn', attempt: 1 });
+    expect(Number(attempts[1]!.retry_in_ms)).to.be.above(Number(attempts[0]!.retry_in_ms));
+    expect(JSON.stringify(attempts)).to.include('ECONNREFUSED');
+    await expectWaitingAnswers(root);
+    expect(gateway.child.exitCode).to.equal(null);
+    await expectServesOnceUp(gateway, real, dbPort, root);
+  });
+
+  it('with server.workers 2: the workers answer /healthz 200 and /readyz 503 while the primary waits; then serve; SIGTERM exits 0', async () => {
+    const dbPort = await freePort();
+    const { real, port, config } = await configOn(dbPort);
+    const gateway = startTkgate({ ...config, server: { ...config.server, workers: 2 } });
+    running.push(gateway.child);
+    const root = `http://127.0.0.1:${port}`;
+    await eventually('two attempts logged', () =>
+      gateway.logs.filter((line) => line.msg === 'database unreachable; retrying').length >= 2 ? true : undefined,
+    );
+    // Both workers listen on the one port while the primary waits.
+    await eventually('both workers wait listening', () => {
+      const waiting = gateway.logs.filter((line) => line.msg === 'waiting for the database; /healthz answers meanwhile');
+      return new Set(waiting.map((line) => line.worker)).size === 2 ? true : undefined;
+    });
+    // Several rounds: the connections go to either worker.
+    for (let i = 0; i < 3; i++) await expectWaitingAnswers(root);
+    await expectServesOnceUp(gateway, real, dbPort, root);
+  });
+
+  it('with server.workers 2, SIGTERM while the primary waits ends the start with exit code 0, workers included', async () => {
+    const { port, config } = await configOn(await freePort());
+    const gateway = startTkgate({ ...config, server: { ...config.server, workers: 2 } });
+    running.push(gateway.child);
+    await eventually('waiting', () => (gateway.logs.some((line) => line.msg === 'database unreachable; retrying') ? true : undefined));
+    await eventually('/healthz 200', async () =>
+      (await call('GET', `http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined,
+    );
+    gateway.child.kill('SIGTERM');
+    expect(await gateway.exited).to.equal(0);
+    await eventually('the port is closed', async () =>
+      (await call('GET', `http://127.0.0.1:${port}/healthz`).catch(() => 'closed')) === 'closed' ? true : undefined,
+    );
   });
 
   it('SIGTERM while it waits ends the start at once with exit code 0', async () => {

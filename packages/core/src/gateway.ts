@@ -61,9 +61,11 @@ export interface GatewayOptions {
   /**
    * Set in a node:cluster worker (server.workers > 1): the primary has migrated and announced the sessions,
    * serves the metrics listener and reads this worker's metrics through prom-client's AggregatorRegistry
-   * (ops/cluster-metrics.ts); `first` is the worker that logs toolkit reloads at info.
+   * (ops/cluster-metrics.ts); `first` is the worker that logs toolkit reloads at info. `databaseReady`
+   * resolves once the primary has the database ready (reached, migrated); it calls `onAwaited` first when
+   * the primary has to wait for it, and the worker then listens at once, answering /healthz meanwhile.
    */
-  worker?: { id: number; first: boolean };
+  worker?: { id: number; first: boolean; databaseReady?: (onAwaited: () => Promise<void>) => Promise<void> };
 }
 
 /** The start was cancelled by a signal before the gateway served. */
@@ -145,20 +147,17 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     cleanups.push(() => listener.close());
     const server = listener.server;
     let listeningEarly = false;
-    // A cluster's primary has migrated before forking; workers starting together must not race for the lock.
-    if (!options.worker) {
-      await waitForDatabase(db, {
-        log,
-        database: describeDatabase(config.db),
-        cancellable: database,
-        onWaiting: async () => {
-          await listen(server, config.server.host, config.server.port);
-          listeningEarly = true;
-          // Closed here if the start fails or is cancelled before the app serves (then the drain below closes it).
-          cleanups.push(() => (handle === answerWhileWaitingForDatabase ? closeAtOnce(server) : undefined));
-          log.info('waiting for the database; /healthz answers meanwhile', { host: config.server.host, port: (server.address() as AddressInfo).port });
-        },
-      });
+    const listenEarly = async () => {
+      await listen(server, config.server.host, config.server.port);
+      listeningEarly = true;
+      // Closed here if the start fails or is cancelled before the app serves (then the drain below closes it).
+      cleanups.push(() => (handle === answerWhileWaitingForDatabase ? closeAtOnce(server) : undefined));
+      log.info('waiting for the database; /healthz answers meanwhile', { host: config.server.host, port: (server.address() as AddressInfo).port });
+    };
+    // A cluster's primary waits for the database and migrates it; workers starting together must not race for the lock.
+    if (options.worker) await database(options.worker.databaseReady?.(listenEarly) ?? Promise.resolve());
+    else {
+      await waitForDatabase(db, { log, database: describeDatabase(config.db), cancellable: database, onWaiting: listenEarly });
       const applied = await database(migrateToLatest(db)).catch((err: Error) => {
         throw err instanceof StartCancelled ? err : new Error(`database ${describeDatabase(config.db)}: ${err.message}`, { cause: err });
       });

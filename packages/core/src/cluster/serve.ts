@@ -27,6 +27,9 @@ export type ServeOptions = Pick<GatewayOptions, 'version' | 'signal'> & { worker
 
 const SLOT_ENV = 'TKGATE_WORKER_SLOT';
 const LISTENING = 'tkgate:listening';
+/** A worker asks the primary where the database stands; the primary answers, and tells it again when that changes. */
+const DATABASE_QUERY = 'tkgate:database?';
+const DATABASE_STATE = 'tkgate:database';
 /** A worker that dies this soon after its start is replaced only after a pause, so a crash loop does not spin. */
 const QUICK_DEATH_MS = 5_000;
 const RESTART_PAUSE_MS = 1_000;
@@ -36,6 +39,12 @@ interface ListeningMessage {
   port: number;
   url: string;
   toolkits: string[];
+}
+
+/** `awaited`: the primary waits for the database (the worker listens meanwhile); `ready`: reached and migrated. */
+interface DatabaseMessage {
+  type: typeof DATABASE_STATE;
+  state: 'awaited' | 'ready';
 }
 
 /**
@@ -53,7 +62,10 @@ async function serveAsWorker(config: ServerConfig, log: Logger, options: ServeOp
   const slot = Number(process.env[SLOT_ENV] ?? 0);
   // Every line of a worker names it; a scoped logger keeps the access line's prepared JSON members (log.ts,
   // JsonMembers) members of the line (spread into an object, they became one escaped string).
-  const gateway = await startGateway(config, scopedLogger(log, { worker: slot + 1 }), { ...options, worker: { id: slot + 1, first: slot === 0 } });
+  const gateway = await startGateway(config, scopedLogger(log, { worker: slot + 1 }), {
+    ...options,
+    worker: { id: slot + 1, first: slot === 0, databaseReady: databaseFromPrimary },
+  });
   const message: ListeningMessage = { type: LISTENING, port: gateway.port, url: gateway.url, toolkits: [...gateway.toolkits.snapshot.keys()] };
   process.send!(message);
   return {
@@ -65,12 +77,43 @@ async function serveAsWorker(config: ServerConfig, log: Logger, options: ServeOp
   };
 }
 
-/** Migrations (core's and the plugins') and the start-up session work run once, here, before any worker starts. */
-async function prepareDatabase(config: ServerConfig, log: Logger, signal: AbortSignal | undefined): Promise<void> {
+/**
+ * A worker's wait for the primary's database (GatewayOptions.worker.databaseReady): asks where it stands, listens
+ * early (`onAwaited`) when the primary waits for it, and resolves once it is ready.
+ */
+function databaseFromPrimary(onAwaited: () => Promise<void>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let listening: Promise<void> | undefined;
+    const onMessage = (message: DatabaseMessage) => {
+      if (message?.type !== DATABASE_STATE) return;
+      if (message.state === 'awaited') listening ??= onAwaited();
+      else {
+        process.off('message', onMessage);
+        (listening ?? Promise.resolve()).then(resolve, reject);
+      }
+    };
+    process.on('message', onMessage);
+    process.send!({ type: DATABASE_QUERY });
+  });
+}
+
+/**
+ * Migrations (core's and the plugins') and the start-up session work run once, here, while the workers wait
+ * before touching the database; `onWaiting` is told when the database has to be waited for.
+ */
+async function prepareDatabase(config: ServerConfig, log: Logger, signal: AbortSignal | undefined, onWaiting: () => void): Promise<void> {
   const db = openDatabase(config.db);
   try {
-    // As a single gateway does (its /healthz is not served meanwhile: the workers, which listen, start after).
-    await waitForDatabase(db, { log, database: describeDatabase(config.db), cancellable: cancellation(signal).database });
+    // As a single gateway does; the workers answer /healthz meanwhile.
+    await waitForDatabase(db, {
+      log,
+      database: describeDatabase(config.db),
+      cancellable: cancellation(signal).database,
+      onWaiting: async () => {
+        log.info('waiting for the database; the workers answer /healthz meanwhile');
+        onWaiting();
+      },
+    });
     const applied = await migrateWithPlugins(db, config.plugins);
     if (applied.length > 0) log.info('database migrated', { applied });
     await announceSessions(db, config, log);
@@ -81,18 +124,35 @@ async function prepareDatabase(config: ServerConfig, log: Logger, signal: AbortS
 
 async function serveAsPrimary(config: ServerConfig, log: Logger, options: ServeOptions): Promise<Serving> {
   log.info('starting', { version: options.version, config: config.file ?? 'none', database: describeDatabase(config.db), workers: config.server.workers });
-  await prepareDatabase(config, log, options.signal);
-  if (options.signal?.aborted) throw new StartCancelled('start cancelled');
   const count = config.server.workers;
   const workers = new Map<number, Worker>();
   let stopping = false;
+  // Where the database stands, for the workers: they start at once and wait for it to be ready, listening meanwhile
+  // when the primary has to wait for it (then /healthz answers, as it does for a single gateway).
+  let databaseState: DatabaseMessage['state'] | undefined;
+  const asking = new Set<Worker>();
+  const tell = (worker: Worker) => {
+    if (databaseState === undefined || !worker.isConnected()) return;
+    worker.send({ type: DATABASE_STATE, state: databaseState } satisfies DatabaseMessage);
+    if (databaseState === 'ready') asking.delete(worker);
+  };
+  const databaseIs = (state: DatabaseMessage['state']) => {
+    databaseState = state;
+    for (const worker of asking) tell(worker);
+  };
 
   const fork = (slot: number): Promise<ListeningMessage> => {
     const worker = cluster.fork({ ...options.workerEnv, [SLOT_ENV]: String(slot) });
     const startedAt = Date.now();
     let listened = false;
     workers.set(slot, worker);
+    worker.on('message', (message: { type?: unknown }) => {
+      if (message?.type !== DATABASE_QUERY) return;
+      asking.add(worker);
+      tell(worker);
+    });
     worker.once('exit', (code, signal) => {
+      asking.delete(worker);
       if (workers.get(slot) === worker) workers.delete(slot);
       if (stopping || !listened) return;
       const pause = Date.now() - startedAt < QUICK_DEATH_MS ? RESTART_PAUSE_MS : 0;
@@ -135,7 +195,12 @@ async function serveAsPrimary(config: ServerConfig, log: Logger, options: ServeO
 
   let first: ListeningMessage;
   try {
-    [first] = (await Promise.all(Array.from({ length: count }, (_, slot) => fork(slot)))) as [ListeningMessage];
+    const listening = Promise.all(Array.from({ length: count }, (_, slot) => fork(slot)));
+    // A worker that dies before listening ends the start, also while the database is awaited.
+    await Promise.race([prepareDatabase(config, log, options.signal, () => databaseIs('awaited')), listening]);
+    if (options.signal?.aborted) throw new StartCancelled('start cancelled');
+    databaseIs('ready');
+    [first] = (await listening) as [ListeningMessage];
     // One scrape covers every worker: the primary asks each for its registry (prom-client's AggregatorRegistry).
     if (config.metrics.enabled) metricsListener = await serveMetrics(await clusterSource(), config.metrics.host, config.metrics.port, log);
   } catch (err) {

@@ -8,6 +8,7 @@ import { compileToolkitText, refused, type CompileEnvironment, type CompileResul
 import type { CompiledEndpoint, CompiledToolkit } from './compiled-toolkit.js';
 import { problemFields, type ToolkitProblem } from './config-issues.js';
 import { readDatabaseSchema } from '../db/database-schema.js';
+import { describeDatabaseError } from '../db/database-errors.js';
 import { EndpointLifetimes } from './endpoint-lifetimes.js';
 import { compareSnapshots, type SnapshotChanges } from './snapshot-changes.js';
 import { describeFsError, listDirectory, type DirectoryListing } from './toolkit-directory.js';
@@ -162,6 +163,9 @@ export class ToolkitRegistry {
     };
     const fingerprint = schema.fingerprint();
     const records = await this.compileAll(listing, fingerprint, env);
+    // Each step over every file below is tens of ms with thousands of files: requests get a turn between them
+    // (nothing else changes the live state meanwhile: reloads run one at a time, and the swap is one step).
+    await env.pause?.();
     const results = new Map([...records].map(([file, record]) => [file, record.result]));
     const lastGood = trigger === 'start' && this.options.versions?.lastGoodAtStart ? await this.lastGoodVersions(results, env) : new Map();
     const resolution = resolveToolkits(results, {
@@ -170,7 +174,9 @@ export class ToolkitRegistry {
       heldByUnnamed: this.heldByUnnamed,
       missingDirectory: listing.missing,
     });
+    await env.pause?.();
     const changes = compareSnapshots(this.current, resolution.next);
+    await env.pause?.();
     for (const [file, record] of records) this.compiled.set(file, record);
     for (const file of this.compiled.keys()) if (!records.has(file)) this.compiled.delete(file);
     if (changes.drastic && removalWaitMs > 0) return { snapshot: this.current, problems: resolution.problems, postponedMs: removalWaitMs };
@@ -182,6 +188,7 @@ export class ToolkitRegistry {
     this.report({ listing, wasMissing, records, resolution, changes, trigger });
     this.reportLastGood(lastGood, resolution, trigger);
     this.lifetimes.retire(changes.retired);
+    await env.pause?.();
     const recording = this.recordVersions(records);
     if (trigger === 'start') await recording;
     const outcome = { snapshot: this.current, problems: resolution.problems };
@@ -228,20 +235,24 @@ export class ToolkitRegistry {
     }
   }
 
-  /** Records each toolkit served from a valid file whose version is not yet the newest recorded (one after the other, in the background). */
+  /** Records each toolkit served from a valid file whose version is not yet the newest recorded (in the background, after the recordings before). */
   private recordVersions(records: ReadonlyMap<string, FileRecord>): Promise<void> {
     const versions = this.options.versions;
     if (!versions?.record) return this.recording;
+    const due: Array<{ name: string; hash: string; content: string }> = [];
     for (const toolkit of this.current.values()) {
       const record = records.get(toolkit.file);
       if (!record?.text || !record.hash || !('toolkit' in record.result) || record.result.toolkit !== toolkit) continue;
-      const { text, hash } = record;
-      if (versions.store.isNewest(toolkit.name, hash)) continue;
-      if (Buffer.byteLength(text) > MAX_RECORDED_BYTES) continue;
-      this.recording = this.recording
-        .then(() => versions.store.record(toolkit.name, hash, text))
-        .catch((err: Error) => this.log.warn('could not record the toolkit version', { toolkit: toolkit.name, reason: err.message }));
+      if (versions.store.isNewest(toolkit.name, record.hash)) continue;
+      if (Buffer.byteLength(record.text) > MAX_RECORDED_BYTES) continue;
+      due.push({ name: toolkit.name, hash: record.hash, content: record.text });
     }
+    if (due.length === 0) return this.recording;
+    // In name order: instances recording at once lock rows in the same order.
+    due.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    this.recording = this.recording
+      .then(() => versions.store.record(due))
+      .catch((err: unknown) => this.log.warn('could not record the toolkit versions', { toolkits: due.length, ...describeDatabaseError(err) }));
     return this.recording;
   }
 
