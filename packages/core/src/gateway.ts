@@ -64,6 +64,8 @@ export interface GatewayOptions {
    * (ops/cluster-metrics.ts); `first` is the worker that logs toolkit reloads at info.
    */
   worker?: { id: number; first: boolean };
+  /** The web console's built files (docs/console.md); by default `dist/public` of `@tkgate/console`. */
+  consoleDir?: string;
 }
 
 /** The start was cancelled by a signal before the gateway served. */
@@ -246,6 +248,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       rateLimitCounters,
       tracing,
       runs,
+      consoleDir: options.consoleDir,
     });
     handle = app.callback();
     serveUpgrades(server, handle);
