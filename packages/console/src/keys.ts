@@ -22,7 +22,7 @@ export async function keysPage({ main }: PageContext): Promise<void> {
   const form = h(
     'form',
     { class: 'card', 'aria-labelledby': 'new-key' },
-    h('h2', { id: 'new-key' }, 'New key'),
+    h('h2', { id: 'new-key' }, 'Create a key'),
     labelled('Name (required)', name),
     labelled('Toolkits', toolkits, 'comma-separated; empty: every toolkit you may call'),
     labelled('Expires in', expires, 'a duration such as 30m, 12h or 90d; empty: never'),

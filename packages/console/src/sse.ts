@@ -19,6 +19,14 @@ export class SseParser {
   /** The id of the last event dispatched with one: what Last-Event-ID resumes after. */
   lastEventId: string | undefined;
 
+  /** A new connection: a half-received event of the last one is dropped (it is sent again after lastEventId). */
+  reset(): void {
+    this.buffer = '';
+    this.data = [];
+    this.event = '';
+    this.id = undefined;
+  }
+
   /** The events completed by this chunk of text. */
   feed(chunk: string): SseEvent[] {
     this.buffer += chunk;
@@ -78,6 +86,7 @@ export async function followEvents(options: FollowOptions): Promise<void> {
   while (!options.signal.aborted && !options.ended()) {
     const headers: Record<string, string> = { ...options.headers, accept: 'text/event-stream' };
     if (parser.lastEventId !== undefined) headers['last-event-id'] = parser.lastEventId;
+    parser.reset();
     try {
       const response = await get(options.url, { headers, signal: options.signal, cache: 'no-store' });
       if (response.status !== 200 || !response.body) {
