@@ -21,6 +21,12 @@ export interface Reply {
 let onUnauthorized: () => void = () => undefined;
 export const whenUnauthorized = (handler: () => void): void => void (onUnauthorized = handler);
 
+/** The session is gone (a 401): back to the sign-in page. */
+export function signedOut(): void {
+  clearToken();
+  onUnauthorized();
+}
+
 export const authHeaders = (): Record<string, string> => {
   const current = token();
   return current ? { authorization: `Bearer ${current}` } : {};
@@ -42,10 +48,7 @@ export async function call(method: string, path: string, options: CallOptions = 
   }
   const response = await fetch(`${base}${path}`, init);
   const reply: Reply = { status: response.status, response };
-  if (response.status === 401 && !path.startsWith('/auth/login') && !path.startsWith('/auth/oidc/')) {
-    clearToken();
-    onUnauthorized();
-  }
+  if (response.status === 401 && !path.startsWith('/auth/login') && !path.startsWith('/auth/oidc/')) signedOut();
   const type = response.headers.get('content-type') ?? '';
   if (!options.raw && type.includes('json')) reply.json = await response.json().catch(() => undefined);
   return reply;

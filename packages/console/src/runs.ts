@@ -1,5 +1,5 @@
 /** Runs: the caller's runs and those they may see, filterable; a run's page with its live output (SSE). */
-import { authHeaders, base, call, problem } from './api.js';
+import { authHeaders, base, call, problem, signedOut } from './api.js';
 import { alert, duration, formatTime, h, labelled, replace, status } from './dom.js';
 import type { PageContext } from './main.js';
 import { followEvents, stripAnsi } from './sse.js';
@@ -151,7 +151,7 @@ export async function runPage({ main, signal }: PageContext, id: string): Promis
     headers: authHeaders(),
     signal,
     ended: () => ended,
-    onRefused: (response) => void (note.textContent = `output: ${response.status}`),
+    onRefused: (response) => (response.status === 401 ? signedOut() : void (note.textContent = `output: ${response.status}`)),
     onEvent: (event) => {
       if (event.event === 'end') {
         ended = true;
