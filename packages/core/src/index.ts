@@ -63,6 +63,8 @@ export type {
   DetachedPlan,
   DetachedRun,
   DetachedOutcome,
+  DryRun,
+  DryRunOutcome,
   OutputSink,
   EndpointIdentity,
   IncomingRequest,

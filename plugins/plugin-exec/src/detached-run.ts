@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import type { DetachedOutcome, DetachedPlan, DetachedRun, OutputSink, PluginSecrets } from '@tkgate/core';
+import type { DetachedOutcome, DetachedPlan, DetachedRun, DryRun, DryRunOutcome, OutputSink, PluginSecrets } from '@tkgate/core';
 import { CONTEXT_VARIABLE, DEFAULT_MAX_QUEUED, maxOutputOf, timeoutOf, type ExecConfig } from './exec-config.js';
 import { argv, configuredEnv, contextPlaces, limitedBySize, stdoutData } from './exec-endpoint.js';
 import { killGroup } from './process-groups.js';
@@ -133,4 +133,31 @@ export function runDetachedCommand(run: DetachedRun<ExecConfig>, secrets: Plugin
       else resolve({ status: 'succeeded', exitCode: 0, result: stdoutData(Buffer.concat(stdout, kept).toString('utf8'), secrets) });
     });
   });
+}
+
+/** A dry run ends within this (or the endpoint's timeout, when shorter): approvers wait for what it prints. */
+const DRY_RUN_TIMEOUT_MS = 300_000;
+
+/**
+ * Runs an endpoint's `approval.dry_run` as a run of its own: the endpoint's environment, working directory and
+ * context placement, the dry run's command; what it prints (masked as a run's output is) kept up to `maxOutputBytes`.
+ */
+export async function dryRunCommand(run: DryRun<ExecConfig>, secrets: PluginSecrets): Promise<DryRunOutcome> {
+  const parts: Buffer[] = [];
+  let kept = 0;
+  const output: OutputSink = {
+    write: (_stream, bytes) => {
+      if (kept >= run.maxOutputBytes) return;
+      const part = Buffer.from(bytes.subarray(0, run.maxOutputBytes - kept));
+      parts.push(part);
+      kept += part.length;
+    },
+  };
+  const command = typeof run.command === 'string' ? run.command : [...run.command];
+  const config: ExecConfig = { ...run.config, command, max_output_bytes: run.maxOutputBytes, timeout: Math.min(timeoutOf(run.config), DRY_RUN_TIMEOUT_MS) };
+  const outcome = await runDetachedCommand(
+    { config, context: run.context, runId: run.runId, requestId: '', endpoint: run.endpoint, log: run.log, output, signal: run.signal, graceMs: () => 1_000 },
+    secrets,
+  );
+  return { status: outcome.status, ...(outcome.exitCode !== undefined ? { exitCode: outcome.exitCode } : {}), output: Buffer.concat(parts).toString('utf8') };
 }

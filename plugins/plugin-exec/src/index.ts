@@ -3,7 +3,7 @@ import { execConfigSchema, execOptionsSchema, type ExecConfig } from './exec-con
 import { checkExecEndpoint, runExecEndpoint, warnExecEndpoint, type ExecServices } from './exec-endpoint.js';
 import { makeGatewayNotDumpable } from './not-dumpable.js';
 import { SpawnPool } from './spawn-pool.js';
-import { execPlan, runDetachedCommand } from './detached-run.js';
+import { dryRunCommand, execPlan, runDetachedCommand } from './detached-run.js';
 import { chooseLauncher } from './spawner.js';
 
 /** The error codes this type answers with besides core's (docs/errors.md is generated from them). */
@@ -25,7 +25,7 @@ const plugin: TkgatePlugin = {
   name: '@tkgate/plugin-exec',
   // 1.4: call.addAuditDetails and `audited` (a command run is recorded in the audit trail by default), call.trace;
   // 1.5: secrets (env values kept outside the toolkit file, and the mask of what commands print); detached and
-  // runDetached (run: async).
+  // runDetached (run: async); dryRun (approval.dry_run).
   apiVersion: '^1.5',
   async register(api) {
     api.declareErrors(ERROR_CODES);
@@ -50,6 +50,7 @@ const plugin: TkgatePlugin = {
       execute: (call) => runExecEndpoint(call, services),
       detached: execPlan,
       runDetached: (run) => runDetachedCommand(run, api.secrets),
+      dryRun: (run) => dryRunCommand(run, api.secrets),
       audited: true,
       describeResponse: (config) => ({
         data: { description: 'The command\'s stdout parsed as JSON, or {"output": "<text>"} when it is not JSON.' },

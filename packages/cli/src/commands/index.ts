@@ -7,7 +7,7 @@ import { exampleSetup } from './example.js';
 import { groupAdd, groupAssoc, groupOverride } from './group.js';
 import { migrate } from './migrate.js';
 import { openapi } from './openapi.js';
-import { runsCancel, runsList, runsOutput, runsShow } from './runs.js';
+import { runsApprove, runsCancel, runsList, runsOutput, runsReject, runsShow } from './runs.js';
 import { schema } from './schema.js';
 import { sessionsClear } from './sessions.js';
 import { start } from './start.js';
@@ -38,6 +38,8 @@ const all = [
   runsShow,
   runsOutput,
   runsCancel,
+  runsApprove,
+  runsReject,
   configCheck,
   openapi,
   schema,

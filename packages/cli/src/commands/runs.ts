@@ -101,3 +101,38 @@ export const runsCancel: Command = {
     process.stdout.write(`run ${id}: ${status}\n`);
   },
 };
+
+/** `runs approve` and `runs reject`: an operator at the server decides as `cli` (one approver, whoever runs the command). */
+function decision(decision: 'approve' | 'reject'): Command {
+  return {
+    name: `runs ${decision}`,
+    usage: decision === 'approve' ? 'runs approve ID [--comment C]' : 'runs reject ID --comment C',
+    summary:
+      decision === 'approve'
+        ? "approve a run awaiting approval as the operator (actor cli): the quorum's last approval queues it"
+        : 'reject a run awaiting approval as the operator (actor cli): it ends rejected and never runs',
+    options: { comment: { type: 'string' } },
+    operands: { min: 1, max: 1 },
+    async run({ values, operands: [id] }) {
+      const comment = typeof values.comment === 'string' && values.comment !== '' ? values.comment : null;
+      if (decision === 'reject' && comment === null) throw new UsageError('runs reject needs --comment saying why');
+      if (comment !== null && comment.length > 1000) throw new UsageError('--comment must be at most 1000 characters');
+      const status = await withDatabase(values, async (db) => {
+        const store = new RunStore(db);
+        const run = await found(store, id!);
+        if (run.status !== 'awaiting_approval' || (run.expires_at !== null && run.expires_at <= Date.now()))
+          throw new Error(`run ${id} is not awaiting approval (${run.status})`);
+        const outcome = await store.decide(id!, { key: 'cli', userId: null, username: 'cli' }, decision, comment, Date.now());
+        if (outcome === 'already_decided') throw new Error(`run ${id}: the operator has decided on it already`);
+        if (outcome === 'not_pending') throw new Error(`run ${id} is not awaiting approval (${(await found(store, id!)).status})`);
+        await recordCliChange(db, `run_${decision}`, { run_id: id, toolkit: run.toolkit, endpoint: run.endpoint, ...(comment !== null && { comment }) });
+        if (outcome === 'rejected') await recordCliChange(db, 'run_end', { run_id: id, status: 'rejected' });
+        return outcome === 'recorded' ? 'approved, waiting for more approvals' : outcome;
+      });
+      process.stdout.write(`run ${id}: ${status}\n`);
+    },
+  };
+}
+
+export const runsApprove = decision('approve');
+export const runsReject = decision('reject');

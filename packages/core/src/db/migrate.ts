@@ -9,6 +9,7 @@ import * as auditEvents from './migrations/006_audit_events.js';
 import * as rateLimits from './migrations/007_rate_limits.js';
 import * as toolkitVersions from './migrations/008_toolkit_versions.js';
 import * as runs from './migrations/009_runs.js';
+import * as runApprovals from './migrations/010_run_approvals.js';
 
 /** Migrations are compiled in, not globbed from disk, so the installed binary carries them. */
 const migrations: Record<string, Knex.Migration> = {
@@ -21,6 +22,7 @@ const migrations: Record<string, Knex.Migration> = {
   '007_rate_limits': rateLimits,
   '008_toolkit_versions': toolkitVersions,
   '009_runs': runs,
+  '010_run_approvals': runApprovals,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -37,3 +37,25 @@ export async function lockUser(trx: Knex.Transaction, userId: number): Promise<b
       .update({ id: trx.ref('id') })) > 0
   );
 }
+
+/**
+ * Locks one row for the rest of the transaction and reads it as it is now (after any write that held it committed):
+ * MySQL/MariaDB and PostgreSQL: SELECT … FOR UPDATE; SQLite: a no-op UPDATE first, which takes the database's write
+ * lock (as lockUser). Undefined when there is no such row.
+ */
+export async function lockRow(
+  trx: Knex.Transaction,
+  table: string,
+  key: Record<string, string | number>,
+  columns: readonly string[],
+): Promise<Record<string, unknown> | undefined> {
+  if (dialectOf(trx) !== 'sqlite') return (await trx(table).where(key).forUpdate().first(columns)) as Record<string, unknown> | undefined;
+  const [column] = Object.keys(key);
+  if (
+    (await trx(table)
+      .where(key)
+      .update({ [column!]: trx.ref(column!) })) === 0
+  )
+    return undefined;
+  return (await trx(table).where(key).first(columns)) as Record<string, unknown> | undefined;
+}

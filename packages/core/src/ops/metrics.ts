@@ -31,8 +31,11 @@ export interface GatewayMetrics extends PluginMetrics {
   sessions(read: () => Promise<number>): void;
   /** tkgate_runs_total: a run ended, by its endpoint and status. */
   runEnded(toolkit: string, endpoint: string, status: string): void;
-  /** tkgate_runs_running (this instance's, summed over workers) and tkgate_runs_queued (the database's, across instances). */
-  runs(running: () => number, queued: () => Promise<number>): void;
+  /**
+   * tkgate_runs_running (this instance's, summed over workers), tkgate_runs_queued and tkgate_runs_awaiting_approval
+   * (the database's, across instances).
+   */
+  runs(running: () => number, queued: () => Promise<number>, awaiting: () => Promise<number>): void;
 }
 
 /** Seconds: from a fast status call (~1 ms) to a slow upstream (the default timeouts are 10 s). */
@@ -147,9 +150,10 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
     rateLimitStoreFailure: (outcome) => storeFailures.inc({ outcome }),
     sessions: (read) => databaseGauge('tkgate_sessions', 'Live sessions in the database', read),
     runEnded: (toolkit, endpoint, status) => runsEnded.inc({ toolkit, endpoint, status }),
-    runs: (running, queued) => {
+    runs: (running, queued, awaiting) => {
       gauge('tkgate_runs_running', 'Runs running on this instance', running);
       databaseGauge('tkgate_runs_queued', 'Runs waiting to start, across all instances', queued);
+      databaseGauge('tkgate_runs_awaiting_approval', 'Runs waiting for approval, across all instances', awaiting);
     },
     gauge,
   };

@@ -34,6 +34,6 @@ export function runStep(runs: Runs, base: string): Stage<RunState> {
     if (ctx.state.auditDetails) ctx.state.auditDetails.run_id = id;
     const links = runLinks(base, id);
     ctx.set('Location', links.self);
-    sendData(ctx, { run_id: id, status: 'queued', links }, 202);
+    sendData(ctx, { run_id: id, status: endpoint.approval ? 'awaiting_approval' : 'queued', links }, 202);
   };
 }

@@ -15,7 +15,7 @@ import type { ApiRange } from './plugin-api.js';
  * EndpointType.methods and StreamedResponse headers sent several times, for a type that forwards the request
  * itself; secrets, references to secrets kept outside toolkit files, their schemes and the mask of their
  * values; EndpointType.detached and runDetached, endpoints that run as jobs (runs) writing their output to a
- * sink).
+ * sink; EndpointType.dryRun (DryRun, DryRunOutcome), the dry run an approver reads before approving a run).
  */
 export const PLUGIN_API = Object.freeze({ major: 1, minor: 5 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;

@@ -172,6 +172,33 @@ export interface EndpointType<Config> {
   detached?(config: Config): DetachedPlan | undefined;
   /** (1.5) Runs one run of a detached endpoint: required with `detached`. */
   runDetached?(run: DetachedRun<Config>): Promise<DetachedOutcome>;
+  /**
+   * (1.5) Optional: runs an endpoint's `approval.dry_run` once, at the call, with the run's context, and resolves
+   * to what it printed (secret values masked) for the approvers to read. Without it `dry_run` is a config error.
+   */
+  dryRun?(run: DryRun<Config>): Promise<DryRunOutcome>;
+}
+
+/** (1.5) A dry run (`approval.dry_run`) of a run that waits for approval. */
+export interface DryRun<Config> {
+  config: Config;
+  /** `approval.dry_run` as the toolkit file writes it. */
+  command: string | readonly string[];
+  context: RequestContext;
+  runId: string;
+  endpoint: EndpointIdentity;
+  log: Logger;
+  /** The most output (stdout and stderr together, in the order they came) the outcome may hold. */
+  maxOutputBytes: number;
+  /** Aborted when the gateway stops: end the dry run at once. */
+  signal: AbortSignal;
+}
+
+/** (1.5) How a dry run ended and what it printed (masked, at most `maxOutputBytes`). */
+export interface DryRunOutcome {
+  status: 'succeeded' | 'failed' | 'timed_out';
+  exitCode?: number;
+  output: string;
 }
 
 /** (1.5) How an endpoint's runs queue: the limits hold across every instance on the database. */

@@ -52,6 +52,24 @@ export interface RunRow {
   output_truncated: boolean;
   result: string | null;
   payload: string | null;
+  /** With an approval (010_run_approvals.ts): the endpoint's definition hash, the deadline, who decides, the dry run. */
+  definition_hash: string | null;
+  expires_at: number | null;
+  approve_power: number | null;
+  approve_group: string | null;
+  quorum: number | null;
+  allow_self: boolean;
+  dry_run: string | null;
+  /** The decisions so far (run_approvals), oldest first; read with the run when it has an approval. */
+  approvals?: RunDecision[];
+}
+
+/** One approver's decision, as `approvals` answers it. */
+export interface RunDecision {
+  username: string;
+  decision: 'approve' | 'reject';
+  comment: string | null;
+  at: string;
 }
 
 /** The columns read for a run (never `context`: it is read only by the claim that starts the run). */
@@ -83,6 +101,13 @@ export const RUN_COLUMNS = [
   'output_truncated',
   'result',
   'payload',
+  'definition_hash',
+  'expires_at',
+  'approve_power',
+  'approve_group',
+  'quorum',
+  'allow_self',
+  'dry_run',
 ] as const;
 
 const numberOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
@@ -102,6 +127,10 @@ export function toRunRow(row: Record<string, unknown>): RunRow {
     exit_code: numberOrNull(row.exit_code),
     output_bytes: Number(row.output_bytes),
     output_truncated: row.output_truncated === true || Number(row.output_truncated) === 1,
+    expires_at: numberOrNull(row.expires_at),
+    approve_power: numberOrNull(row.approve_power),
+    quorum: numberOrNull(row.quorum),
+    allow_self: row.allow_self === true || Number(row.allow_self) === 1,
   };
 }
 
@@ -127,7 +156,17 @@ export function runData(run: RunRow): Record<string, unknown> {
     output_truncated: run.output_truncated,
     result: parsed(run.result),
     payload: parsed(run.payload) ?? {},
-    approvals: [],
+    approvals: run.approvals ?? [],
+    approval:
+      run.quorum === null
+        ? null
+        : {
+            approvers: { min_power: run.approve_power, group: run.approve_group },
+            quorum: run.quorum,
+            allow_self: run.allow_self,
+            expires_at: iso(run.expires_at),
+          },
+    dry_run: parsed(run.dry_run),
   };
 }
 

@@ -4,6 +4,8 @@ import type { AuditTrail } from '../audit/audit-trail.js';
 import { authenticateSessionOrKey, type AuthenticatedState } from '../auth/authenticate.js';
 import type { ServerConfig } from '../config/server-config.js';
 import { clientAddress } from '../http/client-address.js';
+import { readJsonObjectBody } from '../http/json-body.js';
+import type { CallerRecord } from '../users/user-directory.js';
 import { coreError, forbidden, invalidPayload, notFound, type FieldProblem } from '../errors.js';
 import type { GatewayContext } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
@@ -42,8 +44,33 @@ function allowed(ctx: GatewayContext<AuthenticatedState>, run: RunRow, power: 'v
   const scope = ctx.state.apiKey?.scope;
   if (scope && !scope.has(run.toolkit)) return false;
   const { caller } = ctx.state;
-  return run.user_id === caller.id || caller.power >= run[power] || caller.power >= adminPower;
+  // An approver of the run's endpoint sees its runs, as view_power would let them.
+  return run.user_id === caller.id || caller.power >= run[power] || caller.power >= adminPower || (power === 'view_power' && isApprover(caller, run));
 }
+
+/** Whether the caller is one of a run's approvers: the power and the core group its endpoint's approval names. */
+function isApprover(caller: CallerRecord, run: RunRow): boolean {
+  if (run.quorum === null) return false;
+  if (run.approve_power !== null && caller.power < run.approve_power) return false;
+  return run.approve_group === null || caller.core_group_name === run.approve_group;
+}
+
+const MAX_COMMENT = 1000;
+
+/** The decision's comment: a string of at most 1000 characters, required for a reject. */
+function commentOf(ctx: GatewayContext, required: boolean): string | null {
+  const comment = (ctx.request.body as Record<string, unknown>).comment;
+  if (comment === undefined || comment === null || comment === '') {
+    if (required) throw invalidPayload([{ field: 'comment', rule: 'required', message: 'a reject needs a comment saying why' }]);
+    return null;
+  }
+  if (typeof comment !== 'string') throw invalidPayload([{ field: 'comment', rule: 'type', message: 'comment must be a string' }]);
+  if (comment.length > MAX_COMMENT)
+    throw invalidPayload([{ field: 'comment', rule: 'max_length', message: `comment must be at most ${MAX_COMMENT} characters` }]);
+  return comment;
+}
+
+const notPending = (status: string) => coreError('run_not_pending', `the run is not awaiting approval (${status})`, { details: { status } });
 
 const runNotFound = () => notFound('run_not_found', 'no such run');
 
@@ -110,6 +137,10 @@ function filtersOf(ctx: GatewayContext): RunFilters {
     return first === undefined || first === '' ? undefined : first;
   };
   const filters: RunFilters = { limit: DEFAULT_LIMIT, toolkit: text('toolkit'), endpoint: text('endpoint'), status: text('status'), username: text('user') };
+  const approvable = text('approvable');
+  if (approvable !== undefined && approvable !== 'true' && approvable !== 'false')
+    problems.push({ field: 'approvable', rule: 'allowed_values', message: 'approvable must be true or false' });
+  if (approvable === 'true') filters.approvable = true;
   if (filters.status !== undefined && !(ALL_STATUSES as readonly string[]).includes(filters.status))
     problems.push({ field: 'status', rule: 'allowed_values', message: `status must be one of ${ALL_STATUSES.join(', ')}` });
   const limit = text('limit');
@@ -184,7 +215,14 @@ export function runRoutes(s: RunRoutesServices): RouteContribution {
   const list: Stage<AuthenticatedState> = async (ctx) => {
     const filters = filtersOf(ctx);
     const { caller, apiKey } = ctx.state;
-    const rows = await runs.store.list({ userId: caller.id, power: caller.power, adminPower: config.auth.admin_power, scope: apiKey?.scope }, filters);
+    // Only a person decides: a machine credential has no run to decide.
+    const rows =
+      filters.approvable && !ctx.state.session
+        ? []
+        : await runs.store.list(
+            { userId: caller.id, power: caller.power, adminPower: config.auth.admin_power, scope: apiKey?.scope, group: caller.core_group_name },
+            filters,
+          );
     const last = rows.length === filters.limit ? rows.at(-1) : undefined;
     sendData(ctx, {
       runs: rows.map(runData),
@@ -192,11 +230,37 @@ export function runRoutes(s: RunRoutesServices): RouteContribution {
     });
   };
 
+  /** Approve or reject (SPEC 17): a person who is one of the run's approvers, not its caller unless allow_self. */
+  const decide =
+    (decision: 'approve' | 'reject'): Stage<RunState> =>
+    async (ctx) => {
+      const comment = commentOf(ctx, decision === 'reject');
+      const { caller, run } = ctx.state;
+      if (!ctx.state.session) throw forbidden('only a person signed in may approve or reject a run (not an API key or a workload token)');
+      if (!isApprover(caller, run)) throw forbidden('you are not an approver of this run');
+      if (run.user_id === caller.id && !run.allow_self) throw forbidden('you may not approve or reject your own run');
+      if (!(await runs.stillPending(run))) throw notPending('expired');
+      const outcome = await runs.decide(run, { key: `u:${caller.id}`, userId: caller.id, username: caller.username }, decision, comment, {
+        requestId: ctx.state.requestId,
+        actorUserId: caller.id,
+        actor: ctx.state.credential.kind,
+        credential: ctx.state.credential.id,
+        client: clientAddress(ctx.req, config.server.trust_proxy),
+      });
+      if (outcome === 'already_decided') throw coreError('already_decided', 'you have decided on this run already');
+      const now = (await runs.store.get(run.id)) ?? run;
+      if (outcome === 'not_pending') throw notPending(now.status);
+      sendData(ctx, runData(now));
+    };
+  const body = readJsonObjectBody(config.server.max_body_bytes, config.server.body_timeout_ms);
+
   return ({ base, add }) => {
     add('GET', `${base}/runs`, 'runs', ...StageList.start().then('authenticate', authenticate).then('list', list).middleware);
     add('GET', `${base}/runs/:id`, 'runs/:id', ...chain(show));
     add('GET', `${base}/runs/:id/output`, 'runs/:id/output', ...chain(output));
     add('POST', `${base}/runs/:id/cancel`, 'runs/:id/cancel', ...chain(cancel));
+    add('POST', `${base}/runs/:id/approve`, 'runs/:id/approve', ...chain(body, decide('approve')));
+    add('POST', `${base}/runs/:id/reject`, 'runs/:id/reject', ...chain(body, decide('reject')));
   };
 }
 

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { claimPurge, purgeIntervalMs } from '../audit/audit-retention.js';
 import type { Database } from '../db/connect.js';
-import { writeTransaction } from '../db/write-transaction.js';
-import { ENDED_STATUSES, RUN_COLUMNS, toRunRow, type RunReason, type RunRow, type RunStatus } from './run-record.js';
+import { lockRow, writeTransaction } from '../db/write-transaction.js';
+import { ENDED_STATUSES, RUN_COLUMNS, toRunRow, type RunDecision, type RunReason, type RunRow, type RunStatus } from './run-record.js';
 
 /** A queue's name: the endpoint's toolkit, path and method, hashed to a fixed width. */
 export const queueOf = (toolkit: string, endpoint: string, method: string): string =>
@@ -26,6 +26,36 @@ export interface NewRun {
   payload: Record<string, unknown> | undefined;
   context: Record<string, unknown>;
   queuedAt: number;
+  /** With an approval: the run waits (awaiting_approval) for these approvers, bound to this definition. */
+  approval?: NewApproval;
+}
+
+export interface NewApproval {
+  definitionHash: string;
+  expiresAt: number;
+  minPower: number | null;
+  group: string | null;
+  quorum: number;
+  allowSelf: boolean;
+  /** Whether a dry run runs now: its result is recorded by `recordDryRun`. */
+  dryRun: boolean;
+}
+
+/** Who decides: `u:<id>` for a user, `cli` for an operator at the server. */
+export interface Approver {
+  key: string;
+  userId: number | null;
+  username: string;
+}
+
+/** What a decision did: recorded (more approvals needed), queued the run (the quorum's last), or rejected it. */
+export type DecisionOutcome = 'recorded' | 'queued' | 'rejected' | 'not_pending' | 'already_decided';
+
+/** A dry run's record: `running` until it ends. */
+export interface DryRunRecord {
+  status: 'running' | 'succeeded' | 'failed' | 'timed_out';
+  exit_code: number | null;
+  output: string;
 }
 
 /** A queued run an instance may start: which endpoint, to find its limits. */
@@ -65,6 +95,8 @@ export interface Viewer {
   adminPower: number;
   /** An API key's scope (null: every toolkit); undefined for a session. */
   scope?: ReadonlySet<string> | null;
+  /** The viewer's core group: an approver of a run sees it. */
+  group?: string | null;
 }
 
 export interface RunFilters {
@@ -72,11 +104,21 @@ export interface RunFilters {
   endpoint?: string;
   status?: string;
   username?: string;
+  /** Only runs awaiting approval that the viewer may decide now. */
+  approvable?: boolean;
   limit: number;
   cursor?: { queuedAt: number; id: string };
 }
 
 const CANDIDATES = 100;
+
+/** Runs whose approvers the viewer is one of: power and group, each where the run names one. */
+function approverOf(query: Knex.QueryBuilder, viewer: Viewer): Knex.QueryBuilder {
+  query.whereNotNull('quorum').andWhere((power) => power.whereNull('approve_power').orWhere('approve_power', '<=', viewer.power));
+  if (viewer.group) query.andWhere((group) => group.whereNull('approve_group').orWhere('approve_group', viewer.group!));
+  else query.whereNull('approve_group');
+  return query;
+}
 
 /**
  * Takes a queue's lock row for the rest of the transaction: runs of one queue are counted and claimed by one
@@ -98,8 +140,9 @@ export class RunStore {
     const queue = queueOf(run.toolkit, run.endpoint, run.method);
     return writeTransaction(this.db, async (trx) => {
       await lockQueue(trx, queue, run.queuedAt);
-      const row = await trx('runs').where({ queue, status: 'queued' }).count({ n: '*' }).first();
+      const row = await trx('runs').where({ queue }).whereIn('status', ['queued', 'awaiting_approval']).count({ n: '*' }).first();
       if (Number(row?.n ?? 0) >= maxQueued) return false;
+      const approval = run.approval;
       await trx('runs').insert({
         id: run.id,
         toolkit: run.toolkit,
@@ -107,7 +150,7 @@ export class RunStore {
         method: run.method,
         queue,
         concurrency_key: run.concurrencyKey,
-        status: 'queued',
+        status: approval ? 'awaiting_approval' : 'queued',
         user_id: run.userId,
         username: run.username,
         actor: run.actor,
@@ -117,6 +160,15 @@ export class RunStore {
         queued_at: run.queuedAt,
         payload: run.payload ? JSON.stringify(run.payload) : null,
         context: JSON.stringify(run.context),
+        ...(approval && {
+          definition_hash: approval.definitionHash,
+          expires_at: approval.expiresAt,
+          approve_power: approval.minPower,
+          approve_group: approval.group,
+          quorum: approval.quorum,
+          allow_self: approval.allowSelf,
+          dry_run: approval.dryRun ? JSON.stringify({ status: 'running', exit_code: null, output: '' } satisfies DryRunRecord) : null,
+        }),
       });
       return true;
     });
@@ -124,7 +176,92 @@ export class RunStore {
 
   async get(id: string): Promise<RunRow | undefined> {
     const row = await this.db('runs').where({ id }).first(RUN_COLUMNS);
-    return row ? toRunRow(row) : undefined;
+    return row ? (await this.withDecisions([toRunRow(row)]))[0] : undefined;
+  }
+
+  /** The runs with their decisions (`approvals`): one read for the runs that have an approval, none for others. */
+  private async withDecisions(runs: RunRow[]): Promise<RunRow[]> {
+    const ids = runs.filter((run) => run.quorum !== null).map((run) => run.id);
+    if (ids.length === 0) return runs;
+    const rows = (await this.db('run_approvals')
+      .whereIn('run_id', ids)
+      .orderBy([{ column: 'decided_at' }, { column: 'approver' }])
+      .select('run_id', 'username', 'decision', 'comment', 'decided_at')) as Array<Record<string, unknown>>;
+    const byRun = new Map<string, RunDecision[]>();
+    for (const row of rows) {
+      const decisions = byRun.get(String(row.run_id)) ?? [];
+      decisions.push({
+        username: String(row.username),
+        decision: row.decision as RunDecision['decision'],
+        comment: row.comment === null ? null : String(row.comment),
+        at: new Date(Number(row.decided_at)).toISOString(),
+      });
+      byRun.set(String(row.run_id), decisions);
+    }
+    return runs.map((run) => (run.quorum === null ? run : { ...run, approvals: byRun.get(run.id) ?? [] }));
+  }
+
+  /**
+   * Records one approver's decision, under the run's row lock so that decisions on several instances at once are
+   * counted one after another: a reject ends the run `rejected`; the approval that makes the quorum queues it,
+   * exactly once (the count is made inside the lock, and (run_id, approver) is unique).
+   */
+  async decide(id: string, approver: Approver, decision: 'approve' | 'reject', comment: string | null, now: number): Promise<DecisionOutcome> {
+    return writeTransaction(this.db, async (trx) => {
+      const run = await lockRow(trx, 'runs', { id }, ['status', 'quorum']);
+      if (!run || run.status !== 'awaiting_approval') return 'not_pending';
+      if (await trx('run_approvals').where({ run_id: id, approver: approver.key }).first('decision')) return 'already_decided';
+      await trx('run_approvals').insert({
+        run_id: id,
+        approver: approver.key,
+        user_id: approver.userId,
+        username: approver.username,
+        decision,
+        comment,
+        decided_at: now,
+      });
+      if (decision === 'reject') {
+        await trx('runs').where({ id, status: 'awaiting_approval' }).update({ status: 'rejected', ended_at: now, context: null });
+        return 'rejected';
+      }
+      const approved = await trx('run_approvals').where({ run_id: id, decision: 'approve' }).count({ n: '*' }).first();
+      if (Number(approved?.n ?? 0) < Number(run.quorum ?? 1)) return 'recorded';
+      await trx('runs').where({ id, status: 'awaiting_approval' }).update({ status: 'queued' });
+      return 'queued';
+    });
+  }
+
+  /** A dry run's end, while the run still waits (a decided run keeps what its approvers saw until then). */
+  async recordDryRun(id: string, record: DryRunRecord): Promise<void> {
+    await this.db('runs')
+      .where({ id })
+      .update({ dry_run: JSON.stringify(record) });
+  }
+
+  /** Runs awaiting approval past their deadline, for `expire`. */
+  async overdue(now: number): Promise<Array<Pick<RunRow, 'id' | 'toolkit' | 'endpoint' | 'user_id'>>> {
+    const rows = await this.db('runs')
+      .where({ status: 'awaiting_approval' })
+      .andWhere('expires_at', '<', now)
+      .limit(CANDIDATES)
+      .select('id', 'toolkit', 'endpoint', 'user_id');
+    return rows.map((row) => ({ ...row, user_id: row.user_id === null ? null : Number(row.user_id) }));
+  }
+
+  /** Waiting runs bound to a definition (they had an approval): a changed definition ends them. */
+  async bound(): Promise<Array<Pick<RunRow, 'id' | 'toolkit' | 'endpoint' | 'method' | 'definition_hash' | 'user_id'>>> {
+    const rows = await this.db('runs')
+      .whereIn('status', ['awaiting_approval', 'queued'])
+      .whereNotNull('definition_hash')
+      .limit(1000)
+      .select('id', 'toolkit', 'endpoint', 'method', 'definition_hash', 'user_id');
+    return rows.map((row) => ({ ...row, user_id: row.user_id === null ? null : Number(row.user_id) }));
+  }
+
+  /** How many runs await approval, across every instance (tkgate_runs_awaiting_approval). */
+  async countAwaiting(): Promise<number> {
+    const row = await this.db('runs').where({ status: 'awaiting_approval' }).count({ n: '*' }).first();
+    return Number(row?.n ?? 0);
   }
 
   /**
@@ -151,7 +288,7 @@ export class RunStore {
    * whose concurrency key no running run holds. Under the queue's lock, each claim a conditional UPDATE
    * (`WHERE status = 'queued'`) whose changed row count says it was this instance's: a run starts exactly once.
    */
-  async claim(queue: string, maxConcurrency: number, instance: string, now: number): Promise<ClaimedRun[]> {
+  async claim(queue: string, maxConcurrency: number, instance: string, now: number, definitionHash?: string): Promise<ClaimedRun[]> {
     return writeTransaction(this.db, async (trx) => {
       await lockQueue(trx, queue, now);
       const running = (await trx('runs').where({ queue, status: 'running' }).select('concurrency_key')) as Array<{ concurrency_key: string | null }>;
@@ -162,12 +299,14 @@ export class RunStore {
         .where({ queue, status: 'queued' })
         .orderBy([{ column: 'queued_at' }, { column: 'id' }])
         .limit(CANDIDATES)
-        .select('id', 'toolkit', 'endpoint', 'method', 'queue', 'concurrency_key', 'request_id', 'user_id', 'context')) as Array<
-        QueuedRun & { context: string | null; request_id: string | null; user_id: number | null }
+        .select('id', 'toolkit', 'endpoint', 'method', 'queue', 'concurrency_key', 'request_id', 'user_id', 'context', 'definition_hash')) as Array<
+        QueuedRun & { context: string | null; request_id: string | null; user_id: number | null; definition_hash: string | null }
       >;
       const claimed: ClaimedRun[] = [];
       for (const run of waiting) {
         if (free <= 0) break;
+        // Approved for another definition of the endpoint than this instance's: never started here (runs.ts ends it expired).
+        if (run.definition_hash !== null && run.definition_hash !== definitionHash) continue;
         if (run.concurrency_key !== null && busyKeys.has(run.concurrency_key)) continue;
         // A key seen waiting keeps its younger runs waiting too: one key's runs start in order.
         if (run.concurrency_key !== null) busyKeys.add(run.concurrency_key);
@@ -176,8 +315,9 @@ export class RunStore {
           .update({ status: 'running', instance, started_at: now, heartbeat_at: now, context: null });
         if (Number(changed) !== 1) continue;
         free--;
+        const { definition_hash: _bound, ...claimedRun } = run;
         claimed.push({
-          ...run,
+          ...claimedRun,
           user_id: run.user_id === null ? null : Number(run.user_id),
           context: JSON.parse(run.context ?? '{}') as Record<string, unknown>,
         });
@@ -267,7 +407,20 @@ export class RunStore {
   async list(viewer: Viewer, filters: RunFilters): Promise<RunRow[]> {
     const query = this.db('runs').select(RUN_COLUMNS);
     if (viewer.scope) query.whereIn('toolkit', [...viewer.scope]);
-    if (viewer.power < viewer.adminPower) query.andWhere((visible) => visible.where('view_power', '<=', viewer.power).orWhere('user_id', viewer.userId));
+    if (viewer.power < viewer.adminPower)
+      query.andWhere((visible) =>
+        visible
+          .where('view_power', '<=', viewer.power)
+          .orWhere('user_id', viewer.userId)
+          .orWhere((approver) => approverOf(approver, viewer)),
+      );
+    if (filters.approvable) {
+      query.andWhere('status', 'awaiting_approval').andWhere((approver) => approverOf(approver, viewer));
+      query.andWhere((self) => self.where('allow_self', true).orWhereNot('user_id', viewer.userId));
+      query.whereNotExists((decided) =>
+        decided.select('run_id').from('run_approvals').whereRaw('run_approvals.run_id = runs.id').andWhere('approver', `u:${viewer.userId}`),
+      );
+    }
     if (filters.toolkit !== undefined) query.andWhere('toolkit', filters.toolkit);
     if (filters.endpoint !== undefined) query.andWhere('endpoint', filters.endpoint);
     if (filters.status !== undefined) query.andWhere('status', filters.status);
@@ -284,7 +437,7 @@ export class RunStore {
         { column: 'id', order: 'desc' },
       ])
       .limit(filters.limit);
-    return rows.map(toRunRow);
+    return this.withDecisions(rows.map(toRunRow));
   }
 
   /** How many runs wait, across every instance (tkgate_runs_queued). */

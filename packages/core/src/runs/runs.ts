@@ -1,6 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { purgeIntervalMs } from '../audit/audit-retention.js';
+import type { AuditActor, AuditEvent } from '../audit/audit-event.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Database } from '../db/connect.js';
@@ -14,13 +15,18 @@ import type { ToolkitRegistry } from '../toolkits/toolkit-registry.js';
 import type { ToolkitSnapshot } from '../toolkits/toolkit-resolution.js';
 import { BatchedChunkWriter, RunOutput } from './run-output.js';
 import { RunFeeds, type RunEnding } from './run-feeds.js';
-import type { RunReason, RunStatus } from './run-record.js';
-import { keyOf, RunStore, type ClaimedRun, type NewRun, type WaitingQueue } from './run-store.js';
+import type { RunReason, RunRow, RunStatus } from './run-record.js';
+import { keyOf, RunStore, type Approver, type ClaimedRun, type DecisionOutcome, type DryRunRecord, type NewRun, type WaitingQueue } from './run-store.js';
 
 /** How often an instance looks for queued runs and for cancellations of its own (a freed place is taken within 1 s). */
 export const TICK_MS = 400;
 /** How long a stopped run has to end after SIGKILL before the stop goes on without it. */
 const KILLED_WAIT_MS = 5_000;
+
+/** How often an instance looks for runs whose approval ran out. */
+const EXPIRY_CHECK_MS = 1_000;
+/** The most a dry run's output shown to approvers holds. */
+export const DRY_RUN_OUTPUT_BYTES = 65_536;
 
 /** Run ids: 128 random bits, base64url (22 characters). */
 export const newRunId = (): string => randomBytes(16).toString('base64url');
@@ -84,6 +90,13 @@ export class Runs {
   readonly instance = `${hostname().slice(0, 30)}:${process.pid}:${randomBytes(6).toString('hex')}`;
   private readonly local = new Map<string, LocalRun>();
   private readonly plans = new WeakMap<CompiledEndpoint, DetachedPlan | null>();
+  private readonly hashes = new WeakMap<CompiledEndpoint, string>();
+  /** Dry runs going on here: stopped with the gateway. */
+  private readonly dryRuns = new Set<Promise<void>>();
+  private readonly stopping = new AbortController();
+  /** The snapshot whose definitions the waiting runs were last checked against. */
+  private boundChecked: ToolkitSnapshot | undefined;
+  private lastExpiry = 0;
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
   private again = false;
@@ -101,6 +114,7 @@ export class Runs {
     s.metrics.runs(
       () => this.local.size,
       () => this.store.countQueued(),
+      () => this.store.countAwaiting(),
     );
   }
 
@@ -112,6 +126,16 @@ export class Runs {
       this.plans.set(endpoint, plan);
     }
     return plan ?? undefined;
+  }
+
+  /** The SHA-256 of an endpoint's definition (its configuration as written): what an approval binds. */
+  definitionHash(endpoint: CompiledEndpoint): string {
+    let hash = this.hashes.get(endpoint);
+    if (hash === undefined) {
+      hash = createHash('sha256').update(endpoint.definition).digest('hex');
+      this.hashes.set(endpoint, hash);
+    }
+    return hash;
   }
 
   start(): void {
@@ -141,9 +165,149 @@ export class Runs {
       context: request.context,
       queuedAt: Date.now(),
     };
+    const approval = endpoint.approval;
+    if (approval)
+      run.approval = {
+        definitionHash: this.definitionHash(endpoint),
+        expiresAt: run.queuedAt + approval.expiresMs,
+        minPower: approval.minPower,
+        group: approval.group,
+        quorum: approval.quorum,
+        allowSelf: approval.allowSelf,
+        dryRun: approval.dryRun !== undefined && endpoint.type.dryRun !== undefined,
+      };
     if (!(await this.store.submit(run, plan.maxQueued))) throw busy();
-    this.wake();
+    if (approval) {
+      void this.s.audit.record({
+        requestId: request.requestId,
+        actorUserId: request.caller.id,
+        actor: request.actor as AuditActor,
+        action: 'run_request',
+        toolkit: endpoint.toolkit,
+        endpoint: endpoint.path,
+        method: request.method,
+        status: 202,
+        code: 'ok',
+        details: { run_id: id, quorum: approval.quorum, expires_at: new Date(run.approval!.expiresAt).toISOString() },
+      });
+      if (run.approval!.dryRun) this.dryRun(id, endpoint, request.context);
+    } else this.wake();
     return id;
+  }
+
+  /** Runs the endpoint's dry run now, with the run's context; its masked output is recorded for the approvers. */
+  private dryRun(id: string, endpoint: CompiledEndpoint, context: Record<string, unknown>): void {
+    const log = scopedLogger(this.s.log, { plugin: endpoint.type.plugin, run_id: id, toolkit: endpoint.toolkit, endpoint: endpoint.path, dry_run: true });
+    const done = (async () => {
+      let record: DryRunRecord;
+      try {
+        const outcome = await endpoint.type.dryRun!({
+          config: endpoint.typeConfig,
+          command: endpoint.approval!.dryRun!,
+          context,
+          runId: id,
+          endpoint: { toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint },
+          log,
+          maxOutputBytes: DRY_RUN_OUTPUT_BYTES,
+          signal: this.stopping.signal,
+        });
+        const output = Buffer.from(outcome.output, 'utf8');
+        record = {
+          status: outcome.status,
+          exit_code: outcome.exitCode ?? null,
+          output: output.length > DRY_RUN_OUTPUT_BYTES ? output.subarray(0, DRY_RUN_OUTPUT_BYTES).toString('utf8') : outcome.output,
+        };
+      } catch (err) {
+        log.error('dry run failed', { error: (err as Error).message });
+        record = { status: 'failed', exit_code: null, output: '' };
+      }
+      await this.store.recordDryRun(id, record).catch((err: unknown) => log.warn('dry run not recorded', describeDatabaseError(err)));
+    })();
+    this.dryRuns.add(done);
+    void done.finally(() => this.dryRuns.delete(done));
+  }
+
+  /**
+   * Records an approver's decision (store.decide); the run's end (rejected) or its queueing is told here, and the
+   * decision is recorded in the audit trail (`run_approve`, `run_reject`).
+   */
+  async decide(
+    run: RunRow,
+    approver: Approver,
+    decision: 'approve' | 'reject',
+    comment: string | null,
+    audit: Omit<AuditEvent, 'action' | 'toolkit' | 'endpoint' | 'status' | 'code' | 'details'>,
+  ): Promise<DecisionOutcome> {
+    const outcome = await this.store.decide(run.id, approver, decision, comment, Date.now());
+    if (outcome === 'not_pending' || outcome === 'already_decided') return outcome;
+    void this.s.audit.record({
+      ...audit,
+      action: decision === 'approve' ? 'run_approve' : 'run_reject',
+      toolkit: run.toolkit,
+      endpoint: run.endpoint,
+      status: 200,
+      code: 'ok',
+      details: { run_id: run.id, ...(comment !== null ? { comment } : {}), ...(outcome === 'queued' ? { queued: true } : {}) },
+    });
+    if (outcome === 'queued') this.wake();
+    if (outcome === 'rejected') {
+      this.feeds.ended(run.id, { status: 'rejected', exit_code: null });
+      this.ended(run.id, run.toolkit, run.endpoint, 'rejected', null, null, null, run.user_id);
+    }
+    return outcome;
+  }
+
+  /** Ends a waiting run expired: its approval ran out, or its endpoint's definition changed (`run_expire`, then `run_end`). */
+  private async expire(run: Pick<RunRow, 'id' | 'toolkit' | 'endpoint' | 'user_id'>, reason: 'approval_expired' | 'definition_changed'): Promise<void> {
+    const end = { status: 'expired' as const, reason, outputBytes: 0, outputTruncated: false, endedAt: Date.now() };
+    if (!(await this.store.end(run.id, ['awaiting_approval', 'queued'], end))) return;
+    void this.s.audit.record({
+      actor: 'system',
+      actorUserId: run.user_id,
+      action: 'run_expire',
+      toolkit: run.toolkit,
+      endpoint: run.endpoint,
+      status: null,
+      code: reason,
+      details: { run_id: run.id, reason },
+    });
+    this.feeds.ended(run.id, { status: 'expired', exit_code: null });
+    this.ended(run.id, run.toolkit, run.endpoint, 'expired', null, null, reason, run.user_id);
+  }
+
+  /**
+   * Whether a run awaiting approval may still be decided: not past its `expires`, and its endpoint's definition
+   * the one it was asked for on this instance; otherwise it ends expired here and now.
+   */
+  async stillPending(run: RunRow): Promise<boolean> {
+    if (run.status !== 'awaiting_approval') return true;
+    if (run.expires_at !== null && run.expires_at <= Date.now()) {
+      await this.expire(run, 'approval_expired');
+      return false;
+    }
+    const endpoint = this.s.registry.snapshot.get(run.toolkit)?.routes.get(run.endpoint)?.get(run.method);
+    if (run.definition_hash !== null && (!endpoint || this.definitionHash(endpoint) !== run.definition_hash)) {
+      await this.expire(run, 'definition_changed');
+      return false;
+    }
+    return true;
+  }
+
+  /** Runs awaiting approval past their `expires`, ended expired (approval_expired) by whichever instance sees them first. */
+  private async expireOverdue(now: number): Promise<void> {
+    for (const run of await this.store.overdue(now)) await this.expire(run, 'approval_expired');
+  }
+
+  /**
+   * After a reload (or at start), the waiting runs bound to a definition are checked against this instance's
+   * endpoints: one whose endpoint changed or is gone never starts (expired, definition_changed).
+   */
+  private async checkBound(snapshot: ToolkitSnapshot): Promise<void> {
+    for (const run of await this.store.bound()) {
+      const endpoint = snapshot.get(run.toolkit)?.routes.get(run.endpoint)?.get(run.method);
+      if (!endpoint || this.definitionHash(endpoint) !== run.definition_hash) await this.expire(run, 'definition_changed');
+    }
+    this.boundChecked = snapshot;
   }
 
   /** Looks at the queue now (a run was asked for, or a place was freed here), else on the next tick. */
@@ -179,6 +343,12 @@ export class Runs {
     const steps: Array<[string, () => Promise<unknown>]> = [];
     // A gateway whose toolkits run no job pays nothing here (no query every tick): runs nobody configured cost nothing.
     const active = this.local.size > 0 || this.servesJobs();
+    const snapshot = this.s.registry.snapshot;
+    if (active && this.boundChecked !== snapshot) steps.push(['definitions', () => this.checkBound(snapshot)]);
+    if (active && now - this.lastExpiry >= EXPIRY_CHECK_MS) {
+      this.lastExpiry = now;
+      steps.push(['expiry', () => this.expireOverdue(now)]);
+    }
     if (active && !this.draining) steps.push(['claim', () => this.claimQueued()]);
     if (this.local.size > 0) steps.push(['cancel', () => this.seeCancellations()]);
     if (active && now - this.lastHeartbeat >= this.s.config.runs.heartbeat_ms) {
@@ -209,7 +379,8 @@ export class Runs {
         await this.endUnknown(queue);
         continue;
       }
-      for (const claimed of await this.store.claim(queue.queue, plan.maxConcurrency, this.instance, Date.now())) this.run(claimed, endpoint, plan);
+      const hash = endpoint.approval ? this.definitionHash(endpoint) : undefined;
+      for (const claimed of await this.store.claim(queue.queue, plan.maxConcurrency, this.instance, Date.now(), hash)) this.run(claimed, endpoint, plan);
     }
   }
 
@@ -380,6 +551,8 @@ export class Runs {
   async stop(): Promise<void> {
     this.draining = true;
     clearInterval(this.timer);
+    this.stopping.abort(new Error('the gateway is stopping'));
+    await settleWithin(Promise.all([...this.dryRuns]), KILLED_WAIT_MS);
     if (this.local.size > 0) {
       this.log.info('waiting for runs to end', { runs: this.local.size, drain_timeout_ms: this.s.config.runs.drain_timeout_ms });
       const all = () => Promise.all([...this.local.values()].map((local) => local.done));

@@ -6,13 +6,13 @@ import type { CheckEnvironment, ConfigIssue } from '../plugins/plugin-api.js';
 import type { JsonSchema } from '../plugins/response-description.js';
 import { compileRateLimit } from '../rate-limits/rate-limit-rule.js';
 import { compileClientFilter, type PatternCompiler } from './client-filter.js';
-import type { CompiledEndpoint, CompiledToolkit } from './compiled-toolkit.js';
+import type { CompiledApproval, CompiledEndpoint, CompiledToolkit } from './compiled-toolkit.js';
 import { fromZod, UNKNOWN_KEY, validateStandard, type Issue } from '../config/schema-issues.js';
 import type { ToolkitProblem } from './config-issues.js';
 import type { DatabaseSchema } from '../db/database-schema.js';
 import { compileDbContext, type DbContextEntry } from './db-context-entries.js';
 import { diagnose } from './toolkit-diagnostics.js';
-import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema, type EndpointCoreConfig } from './toolkit-file-schema.js';
+import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema, type ApprovalConfig, type EndpointCoreConfig } from './toolkit-file-schema.js';
 import { toolkitFileJsonSchema } from './toolkit-json-schema.js';
 import { parseSourceFile, type SourceFile } from '../config/source-file.js';
 import { compileWrapping } from './wrapping-rules.js';
@@ -227,6 +227,7 @@ async function compileEndpoint(
   for (const issue of runCheck(type, typeConfig.value, checkEnv, config.path, env)) issues.push({ path: [...at, ...issue.path], message: issue.message });
   checkMethods(config, type, typeConfig.value, issues, at);
   const auditFields = compileAuditFields(config.audit_fields, clientFilter.allowedFields, issues, [...at, 'audit_fields']);
+  const approval = compileApproval(config.approval, type, typeConfig.value, issues, [...at, 'approval']);
   if (issues.length > before) return undefined;
   const audit = config.audit ?? toolkitAudit ?? type.audited ?? false;
   const kept = env.unchanged?.(toolkit, definition);
@@ -246,12 +247,40 @@ async function compileEndpoint(
     wrapping: wrapping.rules,
     audit,
     auditFields,
+    ...(approval ? { approval } : {}),
     type,
     typeConfig: typeConfig.value,
     ...payloadFieldsOf(type, typeConfig.value, typeKeys, dbContext),
     pluginErrors: [...env.types.declaredErrorCodes()]
       .filter(([, declared]) => declared.plugin === type.plugin)
       .map(([code, declared]) => ({ status: declared.status, code, description: declared.meaning })),
+  };
+}
+
+/** One hour: how long a run waits for approval unless `approval.expires` says. */
+const DEFAULT_APPROVAL_EXPIRES_MS = 3_600_000;
+
+/** `approval`: only where the type runs the endpoint as a job, and `dry_run` only where the type runs dry runs. */
+function compileApproval(
+  approval: ApprovalConfig | undefined,
+  type: RegisteredType,
+  typeConfig: unknown,
+  issues: Issue[],
+  at: Array<string | number>,
+): CompiledApproval | undefined {
+  if (!approval) return undefined;
+  if (!type.runDetached || !type.detached?.(typeConfig)) {
+    issues.push({ path: at, message: 'only for endpoints that run as jobs (exec with run: async)', hint: 'set run: async, or remove approval' });
+    return undefined;
+  }
+  if (approval.dry_run !== undefined && !type.dryRun) issues.push({ path: [...at, 'dry_run'], message: `the ${type.type} type runs no dry run` });
+  return {
+    minPower: approval.approvers.min_power ?? null,
+    group: approval.approvers.group ?? null,
+    quorum: approval.quorum,
+    expiresMs: approval.expires ?? DEFAULT_APPROVAL_EXPIRES_MS,
+    allowSelf: approval.allow_self,
+    ...(approval.dry_run !== undefined ? { dryRun: approval.dry_run } : {}),
   };
 }
 

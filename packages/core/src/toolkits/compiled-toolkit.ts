@@ -42,6 +42,8 @@ export interface CompiledEndpoint {
   audit: boolean;
   /** The payload fields an audited call's event keeps (`audit_fields`). */
   auditFields: readonly string[];
+  /** `approval`: each run waits for approvers before it starts (runs/approvals). */
+  approval?: CompiledApproval;
   type: RegisteredType;
   /** The type's own keys, as its schema returned them. */
   typeConfig: unknown;
@@ -55,4 +57,17 @@ export interface CompiledEndpoint {
   optionalPayloadFields: readonly string[];
   /** The error codes the type's plugin declared (api.declareErrors), for OpenAPI. */
   pluginErrors: ReadonlyArray<{ status: number; code: string; description: string }>;
+}
+
+/** An endpoint's `approval`, with its defaults. */
+export interface CompiledApproval {
+  /** Approvers have at least this power (null: any power, the group decides). */
+  minPower: number | null;
+  /** Approvers belong to this core group (null: any group, the power decides). */
+  group: string | null;
+  quorum: number;
+  expiresMs: number;
+  allowSelf: boolean;
+  /** The dry run, as written: the endpoint's type runs it (EndpointType.dryRun). */
+  dryRun?: string | readonly string[];
 }

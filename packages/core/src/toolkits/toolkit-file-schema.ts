@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { durationMs } from '../plugins/config-schemas.js';
 import { rateLimitSchema } from '../rate-limits/rate-limit-rule.js';
 import { ENTRY } from './db-context-entries.js';
 
@@ -58,6 +59,27 @@ export type ClientFilterConfig = z.infer<typeof clientFilter>;
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const method = z.enum(HTTP_METHODS);
 
+/** `approval` (SPEC 17): who must approve a run of an endpoint that runs as a job before it starts. */
+export const approvalSchema = z.strictObject({
+  approvers: z
+    .strictObject({
+      min_power: z.number().int().optional().describe('Approvers have at least this power.'),
+      group: z.string().min(1).max(64).optional().describe('Approvers belong to this core group.'),
+    })
+    .refine((approvers) => approvers.min_power !== undefined || approvers.group !== undefined, { message: 'needs min_power, group or both' })
+    .describe('Who may approve or reject: min_power and/or a core group (both must hold when both are given).'),
+  quorum: z.number().int().min(1).max(10).default(1).describe('Distinct approvals that start the run (default 1).'),
+  expires: durationMs.optional().describe('A run not approved within this ends expired (default 1h).'),
+  allow_self: z.boolean().default(false).describe("true: the run's caller may approve it too (default false)."),
+  dry_run: z
+    .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+    .optional()
+    .describe(
+      "A command the endpoint's type runs at once with the same context (exec: like command); its output (at most 64 KiB, secrets masked) is shown to approvers.",
+    ),
+});
+export type ApprovalConfig = z.infer<typeof approvalSchema>;
+
 export const endpointCoreSchema = z.strictObject({
   path: z
     .string()
@@ -99,6 +121,9 @@ export const endpointCoreSchema = z.strictObject({
     .array(fieldName)
     .optional()
     .describe("Payload fields whose values a call's audit event keeps in details.payload; default none. Never list a secret."),
+  approval: approvalSchema
+    .optional()
+    .describe('Only on endpoints that run as jobs (exec with run: async): each run waits for approval before it starts (docs/runs.md).'),
 });
 export type EndpointCoreConfig = z.infer<typeof endpointCoreSchema>;
 export const ENDPOINT_CORE_KEYS = new Set(Object.keys(endpointCoreSchema.shape));
