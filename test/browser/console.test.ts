@@ -13,6 +13,7 @@ import { repoRoot, tempDir } from '../support/paths.js';
 import { pluginsWithTestFunctions, toolkitDir, echoEndpoint } from '../support/toolkit-files.js';
 import { startUpstream, type Upstream } from '../support/upstream.js';
 import { withSso } from '../sso/sso-suite.js';
+import { withGateway } from '../support/suite.js';
 
 /**
  * The console (docs/console.md) in Debian's Chromium against a real gateway process on SQLite: every page,
@@ -33,6 +34,10 @@ const hostile = script(
   'hostile',
   `printf '%s\\n' '<img src=x onerror="window.__pwned=1">' '<script>window.__pwned=2</script>' '<b>bold?</b>'; printf '\\033[31mred\\033[0m\\n'`,
 );
+
+/** A deploy that needs a second person; its dry run says what it would do. */
+const deploy = script('deploy', 'echo "deployed $1"');
+const dryDeploy = script('dry-deploy', 'echo "would deploy: 3 hosts"');
 
 const upstream: Upstream = await startUpstream(64);
 after(() => upstream.close());
@@ -63,6 +68,16 @@ const ops = {
   endpoints: [
     { path: 'live', method: 'POST', type: 'exec', run: 'async', command: [live], env: { GO_DIR: goDir } },
     { path: 'hostile', method: 'POST', type: 'exec', run: 'async', command: [hostile] },
+    {
+      path: 'deploy',
+      method: 'POST',
+      type: 'exec',
+      run: 'async',
+      command: [deploy],
+      client_filter: { allowed_fields: ['service'], field_rules: { service: { type: 'string', max_length: 20 } } },
+      audit_fields: ['service'],
+      approval: { approvers: { min_power: 50 }, dry_run: [dryDeploy] },
+    },
   ],
 };
 
@@ -197,7 +212,7 @@ for (const dialect of sqlite) {
       await tab.getByRole('heading', { name: 'desk' }).waitFor();
       await checkPage(tab, 'endpoints');
       await tab.getByLabel('Search endpoints').fill('says back');
-      await tab.getByText('2 of 5 endpoints').waitFor();
+      await tab.getByText('2 of 6 endpoints').waitFor();
       const form = tab.locator('form[data-operation="tk.app.desk.echo.post"]');
       await form.locator('xpath=..').locator('summary').click();
       expect(await form.locator('input[name="name"]').getAttribute('maxlength')).to.equal('12');
@@ -309,14 +324,39 @@ for (const dialect of sqlite) {
       await tab.context().close();
     });
 
-    it('Approvals: the inbox of runs the caller may decide', async () => {
-      const tab = await openConsole();
-      await signIn(tab, 'ana');
-      await tab.getByRole('link', { name: 'Approvals' }).click();
-      await tab.getByRole('heading', { name: 'Approvals' }).waitFor();
-      await tab.locator('main p').first().waitFor();
-      await checkPage(tab, 'approvals');
-      await tab.context().close();
+    it('Approvals: a run one user asks for, approved by a second user in another browser context, then runs', async () => {
+      const bob = await openConsole();
+      await signIn(bob, 'bob');
+      await bob.getByLabel('Search endpoints').fill('ops deploy');
+      const form = bob.locator('form[data-operation="tk.app.ops.deploy.post"]');
+      await form.locator('xpath=..').locator('summary').click();
+      await form.locator('input[name="service"]').fill('billing');
+      await form.getByRole('button', { name: 'Call POST' }).click();
+      await bob.waitForURL(/#\/runs\/[^/]+$/, { timeout: 20_000 });
+      const runId = decodeURIComponent(new URL(bob.url()).hash.slice('#/runs/'.length));
+      await bob.locator('#run-status').filter({ hasText: 'awaiting_approval' }).waitFor({ timeout: 20_000 });
+      await bob.getByRole('link', { name: 'Approvals' }).click();
+      await bob.getByText('Nothing awaits your decision.').waitFor({ timeout: 20_000 });
+
+      const ana = await openConsole();
+      await signIn(ana, 'ana');
+      await ana.getByRole('link', { name: 'Approvals' }).click();
+      const card = ana.locator(`section[data-run="${runId}"]`);
+      await card.waitFor({ timeout: 20_000 });
+      await card.getByLabel('dry run output').filter({ hasText: 'would deploy: 3 hosts' }).waitFor({ timeout: 30_000 });
+      expect(await card.getByLabel('payload').textContent()).to.include('billing');
+      await checkPage(ana, 'approvals');
+      await card.getByRole('button', { name: 'Reject' }).click();
+      await card.getByText('A rejection needs a comment.').waitFor();
+      await card.getByLabel('Comment').fill('looks right');
+      await card.getByRole('button', { name: 'Approve' }).click();
+      await card.getByText(/^Approved: the run is now (queued|running|succeeded)\.$/).waitFor({ timeout: 20_000 });
+      await ana.context().close();
+
+      await bob.goto(`${consoleUrl()}#/runs/${encodeURIComponent(runId)}`);
+      await bob.locator('#run-status').filter({ hasText: 'succeeded' }).waitFor({ timeout: 60_000 });
+      await bob.locator('#output').filter({ hasText: 'deployed' }).waitFor({ timeout: 30_000 });
+      await bob.context().close();
     });
 
     it('Audit: for admins only; filters by user and action, pages', async () => {
@@ -357,6 +397,20 @@ for (const dialect of sqlite) {
       await tab.locator('#who').filter({ hasText: 'erin (power 10)' }).waitFor({ timeout: 30_000 });
       expect(new URL(tab.url()).hash).not.to.match(/login_code/);
       await tab.context().close();
+    });
+  });
+}
+
+for (const dialect of sqlite) {
+  describe(`the console turned off (${dialect.name})`, () => {
+    const s = withGateway(dialect, [{ username: 'cora' }], { server: { port: 0 }, console: { enabled: false } });
+
+    it('answers 404 at {base}/console/ and its files', async () => {
+      for (const url of [`${s.gateway.base}/console/`, `${s.gateway.base}/console`, `${s.gateway.base}/console/config.json`]) {
+        const answer = await call('GET', url);
+        expect(answer.status, url).to.equal(404);
+        expect(answer.body.error.code, url).to.equal('not_found');
+      }
     });
   });
 }
