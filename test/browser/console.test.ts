@@ -172,6 +172,13 @@ for (const dialect of sqlite) {
       }
       const settings = await call('GET', `${consoleUrl()}config.json`);
       expect(settings.body).to.deep.equal({ providers: [{ name: 'corp' }] });
+      // The console's own page is an allowed return_to on the gateway's origin; the same path elsewhere is not.
+      const login = (returnTo: string) => fetch(`${s.base}/auth/oidc/corp/login?return_to=${encodeURIComponent(returnTo)}`, { redirect: 'manual' });
+      expect((await login(consoleUrl())).status).to.equal(302);
+      const elsewhere = await login(`http://evil.example.test${new URL(consoleUrl()).pathname}`);
+      expect(elsewhere.status).to.equal(400);
+      expect(((await elsewhere.json()) as any).error.code).to.equal('invalid_return_to');
+      expect((await login(`${new URL(s.base).origin}/elsewhere/`)).status).to.equal(400);
     });
 
     it('signs in with a password, shows who and until when, keeps the token in sessionStorage only, and signs out', async () => {
