@@ -71,9 +71,10 @@ for (const dialect of dialects) {
           'pending       007_rate_limits',
           'pending       008_toolkit_versions',
           'pending       009_runs',
+          'pending       010_run_approvals',
           'pending       tkgate-plugin-notes/001_notes',
           'pending       tkgate-plugin-notes/002_pinned',
-          '11 pending: `tkgate migrate` (or the next start) applies them',
+          '12 pending: `tkgate migrate` (or the next start) applies them',
           '',
         ].join('\n'),
       );
@@ -90,6 +91,7 @@ for (const dialect of dialects) {
         '-- 007_rate_limits',
         '-- 008_toolkit_versions',
         '-- 009_runs',
+        '-- 010_run_approvals',
         '-- tkgate-plugin-notes/001_notes',
         '-- tkgate-plugin-notes/002_pinned',
       ]);
@@ -115,7 +117,7 @@ for (const dialect of dialects) {
       expect(planned.length).to.be.greaterThan(10);
 
       const status = await cli('--status');
-      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(11);
+      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(12);
       expect(status.stdout).to.match(/\nup to date\n$/);
       expect((await cli('--dry-run')).stdout).to.equal('-- already up to date: nothing would run\n');
     });

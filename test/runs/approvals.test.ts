@@ -10,7 +10,7 @@ import { startGateway, writeConfig, type GatewayProcess } from '../support/gatew
 import { apiKeyOf, call, loginToken, toolkitClient } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
 import { withDatabase } from '../support/suite.js';
-import { toolkitDir, writeToolkit } from '../support/toolkit-files.js';
+import { saveByRename, toolkitDir } from '../support/toolkit-files.js';
 
 const script = scriptWriter('tkgate-approvals-bin-');
 const marks = tempDir('tkgate-approvals-marks-');
@@ -93,7 +93,9 @@ for (const dialect of dialects) {
       }>;
 
     before(async () => {
-      [a, b] = await Promise.all([start(), start()]);
+      // One after the other: two starts at once on a loaded machine may pass the start deadline.
+      a = await start();
+      b = await start();
       for (const user of ['ann', 'bob', 'vic', 'wes', 'pam', 'root']) tokens[user] = await loginToken(a.base, user, passwordOf(user));
     });
     afterEach(function () {
@@ -303,7 +305,8 @@ for (const dialect of dialects) {
     it('ends a pending run expired (definition_changed) when its endpoint is edited, on every instance: it never runs', async () => {
       const id = await ask('edited');
       const other = await ask('deploy2');
-      writeToolkit(toolkits, 'ops.yaml', { name: 'ops', type: 'app', endpoints: endpoints('second') });
+      // As editors save: a new file renamed over the old one (never read half written).
+      saveByRename(toolkits, 'ops.yaml', { name: 'ops', type: 'app', endpoints: endpoints('second') });
       const run = await ended(id, b);
       expect(run).to.include({ status: 'expired', reason: 'definition_changed' });
       const reply = await decide('approve', id, 'vic');

@@ -104,7 +104,7 @@ export class Runs {
   private lastHeartbeat = 0;
   private lastPurgeCheck = 0;
   /** Whether the live snapshot has an endpoint that runs as a job, asked once per snapshot. */
-  private jobsOf: { snapshot: ToolkitSnapshot; serves: boolean } | undefined;
+  private jobsOf: { snapshot: ToolkitSnapshot; serves: boolean; approvals: boolean } | undefined;
   private readonly log: Logger;
 
   constructor(private readonly s: RunsServices) {
@@ -260,7 +260,10 @@ export class Runs {
   /** Ends a waiting run expired: its approval ran out, or its endpoint's definition changed (`run_expire`, then `run_end`). */
   private async expire(run: Pick<RunRow, 'id' | 'toolkit' | 'endpoint' | 'user_id'>, reason: 'approval_expired' | 'definition_changed'): Promise<void> {
     const end = { status: 'expired' as const, reason, outputBytes: 0, outputTruncated: false, endedAt: Date.now() };
-    if (!(await this.store.end(run.id, ['awaiting_approval', 'queued'], end))) return;
+    // Past its deadline only while it awaits approval (an approval that came first wins); a changed definition also
+    // stops an approved run that has not started.
+    const from: RunStatus[] = reason === 'approval_expired' ? ['awaiting_approval'] : ['awaiting_approval', 'queued'];
+    if (!(await this.store.end(run.id, from, end))) return;
     void this.s.audit.record({
       actor: 'system',
       actorUserId: run.user_id,
@@ -330,12 +333,21 @@ export class Runs {
   private servesJobs(): boolean {
     const snapshot = this.s.registry.snapshot;
     if (this.jobsOf?.snapshot !== snapshot) {
-      let serves = false;
+      let [serves, approvals] = [false, false];
       for (const toolkit of snapshot.values())
-        for (const methods of toolkit.routes.values()) for (const endpoint of methods.values()) serves ||= this.planOf(endpoint) !== undefined;
-      this.jobsOf = { snapshot, serves };
+        for (const methods of toolkit.routes.values())
+          for (const endpoint of methods.values()) {
+            serves ||= this.planOf(endpoint) !== undefined;
+            approvals ||= endpoint.approval !== undefined;
+          }
+      this.jobsOf = { snapshot, serves, approvals };
     }
     return this.jobsOf.serves;
+  }
+
+  /** Whether any live endpoint needs approval: only then are deadlines looked for each second. */
+  private servesApprovals(): boolean {
+    return this.servesJobs() && this.jobsOf!.approvals;
   }
 
   private async tick(): Promise<void> {
@@ -345,7 +357,7 @@ export class Runs {
     const active = this.local.size > 0 || this.servesJobs();
     const snapshot = this.s.registry.snapshot;
     if (active && this.boundChecked !== snapshot) steps.push(['definitions', () => this.checkBound(snapshot)]);
-    if (active && now - this.lastExpiry >= EXPIRY_CHECK_MS) {
+    if (active && now - this.lastExpiry >= EXPIRY_CHECK_MS && this.servesApprovals()) {
       this.lastExpiry = now;
       steps.push(['expiry', () => this.expireOverdue(now)]);
     }
