@@ -290,8 +290,11 @@ for (const dialect of sqlite) {
       await signIn(tab, 'bob');
       await tab.getByLabel('Search endpoints').fill('hostile');
       const form = tab.locator('form[data-operation="tk.app.ops.hostile.post"]');
-      await form.locator('xpath=..').locator('summary').click();
-      await form.getByRole('button', { name: 'Call POST' }).click();
+      // By keyboard alone: the endpoint opens with Enter on its summary, the call with Enter on its button.
+      await form.locator('xpath=..').locator('summary').focus();
+      await tab.keyboard.press('Enter');
+      await form.getByRole('button', { name: 'Call POST' }).focus();
+      await tab.keyboard.press('Enter');
       await tab.waitForURL(/#\/runs\/[^/]+$/, { timeout: 20_000 });
       await tab.locator('#run-status').filter({ hasText: 'succeeded' }).waitFor({ timeout: 30_000 });
       const output = tab.locator('#output');
