@@ -19,7 +19,7 @@ export default tseslint.config(
     },
   },
   // The browser example runs in a page.
-  { files: ['examples/browser-client/**/*.js'], languageOptions: { globals: globals.browser } },
+  { files: ['examples/browser-client/**/*.js', 'packages/console/src/**/*.ts'], languageOptions: { globals: globals.browser } },
   // Tests read answers' JSON bodies as `any` and let the assertions say what they must be.
   { files: ['test/**/*.ts'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
 );

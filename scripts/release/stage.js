@@ -7,7 +7,14 @@ import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, r
 import path from 'node:path';
 
 /** The packages a gateway runs on; the template and the Redis example are not part of a release. */
-export const RELEASE_WORKSPACES = ['packages/core', 'packages/cli', 'plugins/plugin-internal', 'plugins/plugin-http', 'plugins/plugin-exec'];
+export const RELEASE_WORKSPACES = [
+  'packages/core',
+  'packages/console',
+  'packages/cli',
+  'plugins/plugin-internal',
+  'plugins/plugin-http',
+  'plugins/plugin-exec',
+];
 
 /** Build outputs a running gateway never reads: sources and objects of native modules, type declarations. */
 const PRUNED = {
@@ -27,6 +34,9 @@ const manifestOf = (dir) => JSON.parse(readFileSync(path.join(dir, 'package.json
 
 /** Copies each workspace's packed files (its "files", README, LICENSE, package.json) into node_modules. */
 function copyWorkspaces(root, modules) {
+  // The console's files are built by npm ci (the root prepare script); a checkout that skipped it builds them here.
+  if (!existsSync(path.join(root, 'packages/console/dist/public/index.html')))
+    execFileSync(process.execPath, [path.join(root, 'packages/console/build.js')], { stdio: 'inherit' });
   const packs = JSON.parse(npm(root, ['pack', '--dry-run', '--json', '--ignore-scripts', ...RELEASE_WORKSPACES.flatMap((w) => ['-w', w])]));
   for (const workspace of RELEASE_WORKSPACES) {
     const { name, files } = packs.find((pack) => pack.name === manifestOf(path.join(root, workspace)).name);

@@ -58,6 +58,7 @@ const SAMPLES: Record<string, { env?: Record<string, string>; text: string; expe
   plugins: { text: '@tkgate/plugin-internal,@tkgate/plugin-http', expected: ['@tkgate/plugin-internal', '@tkgate/plugin-http'] },
   'log.level': { text: 'debug', expected: 'debug' },
   'log.access': { text: 'false', expected: false },
+  'console.enabled': { text: 'false', expected: false },
   'metrics.enabled': { text: 'false', expected: false },
   'metrics.host': { text: '0.0.0.0', expected: '0.0.0.0' },
   'metrics.port': { text: '9999', expected: 9999 },

@@ -13,7 +13,15 @@ import { withDatabase } from '../support/suite.js';
 import { writeToolkit } from '../support/toolkit-files.js';
 
 const run = promisify(execFile);
-const WORKSPACES = ['packages/core', 'packages/cli', 'plugins/plugin-internal', 'plugins/plugin-http', 'plugins/plugin-exec', 'examples/plugin-template'];
+const WORKSPACES = [
+  'packages/core',
+  'packages/console',
+  'packages/cli',
+  'plugins/plugin-internal',
+  'plugins/plugin-http',
+  'plugins/plugin-exec',
+  'examples/plugin-template',
+];
 
 /** npm as the tests' environment has it, with no prompt and no network chatter we do not need. */
 const npm = (args: string[], cwd: string) =>
@@ -54,7 +62,9 @@ for (const dialect of dialects.filter((target) => target.name === 'mysql')) {
       expect(packed).to.have.length(WORKSPACES.length);
       for (const workspace of WORKSPACES) {
         const manifest = JSON.parse(readFileSync(path.join(repoRoot, workspace, 'package.json'), 'utf8')) as Record<string, any>;
-        expect(manifest, workspace).to.include.keys('exports', 'types', 'engines', 'license', 'files');
+        // The console is a web page's files, not a module: no types, no dist/index.d.ts.
+        const isModule = workspace !== 'packages/console';
+        expect(manifest, workspace).to.include.keys('exports', 'engines', 'license', 'files', ...(isModule ? ['types'] : []));
         if (workspace.startsWith('plugins/') || workspace.startsWith('examples/'))
           expect(manifest.peerDependencies['@tkgate/core'], workspace).to.equal('^0.1.0');
         const { stdout } = await run('tar', [
@@ -67,7 +77,7 @@ for (const dialect of dialects.filter((target) => target.name === 'mysql')) {
         expect(stdout, workspace)
           .to.include('package/README.md')
           .and.include('package/LICENSE')
-          .and.include('package/dist/index.d.ts'.replace('index', workspace === 'packages/cli' ? 'run' : 'index'));
+          .and.include(isModule ? `package/dist/${workspace === 'packages/cli' ? 'run' : 'index'}.d.ts` : 'package/dist/public/index.html');
       }
 
       const dir = tempDir('tkgate-install-');

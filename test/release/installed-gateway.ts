@@ -103,6 +103,10 @@ export async function exerciseInstall(bin: string, version: string): Promise<voi
     const answer = await toolkitClient(base, await loginToken(base, 'ops', 'ops-password-1')).get('ops', 'hello');
     expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
     expect(JSON.stringify(answer.body.data.context)).to.include('"ops"');
+    // The web console ships in the release (docs/console.md).
+    const page = await fetch(`${base}/console/`);
+    expect(page.status).to.equal(200);
+    expect(await page.text()).to.match(/<script type="module" src="\.\/app-[A-Z0-9]{8}\.js">/);
   } finally {
     child.kill('SIGTERM');
   }

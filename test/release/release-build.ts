@@ -11,7 +11,7 @@ export interface ReleaseArtifacts {
 }
 
 /** The workspaces a release ships (scripts/release/stage.js). */
-export const RELEASE_PACKAGES = ['packages/core', 'packages/cli', 'plugins/plugin-internal', 'plugins/plugin-http', 'plugins/plugin-exec'];
+export const RELEASE_PACKAGES = ['packages/core', 'packages/console', 'packages/cli', 'plugins/plugin-internal', 'plugins/plugin-http', 'plugins/plugin-exec'];
 
 let built: Promise<ReleaseArtifacts> | undefined;
 

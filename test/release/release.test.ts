@@ -40,6 +40,7 @@ describe('npm run release', function () {
         'bin/tkgate',
         'node/bin/node',
         'node_modules/@tkgate/cli/dist/main.js',
+        'node_modules/@tkgate/console/dist/public/index.html',
         'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
         'node_modules/@tkgate/plugin-exec/native/build/tkgate-spawn-helper',
         'share/config.example.yaml',

@@ -24,6 +24,7 @@ import type { PluginMiddlewareSet } from './plugins/plugin-middleware.js';
 import type { Tracing } from './tracing/tracing.js';
 import type { SecretMask } from './secrets/secret-mask.js';
 import { runRoutes } from './runs/run-routes.js';
+import { consoleRoutes } from './console/console-routes.js';
 
 export type AppServices = AuthServices &
   PipelineServices & {
@@ -36,6 +37,8 @@ export type AppServices = AuthServices &
     routes?: readonly RouteContribution[];
     /** The values of secrets toolkit files reference: never in an error answer. */
     secretMask?: SecretMask;
+    /** The console's built files (console/console-routes.ts); undefined: resolve `@tkgate/console`. */
+    consoleDir?: string | undefined;
   };
 
 const noSuchRoute: GatewayMiddleware = () => {
@@ -90,6 +93,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
     openApiRoutes(services),
     adminAuditRoutes(services),
     runRoutes(services),
+    consoleRoutes(services),
     toolkitRoutes(services, at),
     ...(services.routes ?? []),
   ];

@@ -66,6 +66,8 @@ export interface GatewayOptions {
    * the primary has to wait for it, and the worker then listens at once, answering /healthz meanwhile.
    */
   worker?: { id: number; first: boolean; databaseReady?: (onAwaited: () => Promise<void>) => Promise<void> };
+  /** The web console's built files (docs/console.md); by default `dist/public` of `@tkgate/console`. */
+  consoleDir?: string;
 }
 
 /** The start was cancelled by a signal before the gateway served. */
@@ -245,6 +247,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       rateLimitCounters,
       tracing,
       runs,
+      consoleDir: options.consoleDir,
     });
     handle = app.callback();
     serveUpgrades(server, handle);

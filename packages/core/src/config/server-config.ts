@@ -175,6 +175,9 @@ const declaration = {
     }),
     access: flag(true, { doc: 'one JSON line per request', env: 'TKGATE_LOG_ACCESS' }),
   },
+  console: {
+    enabled: flag(true, { doc: 'serve the web console at {base}/console/ (docs/console.md)', env: 'TKGATE_CONSOLE_ENABLED' }),
+  },
   metrics: {
     enabled: flag(true, { doc: 'serve Prometheus metrics on a listener of their own', env: 'TKGATE_METRICS_ENABLED' }),
     host: text('127.0.0.1', { doc: 'metrics listen address', env: 'TKGATE_METRICS_HOST' }),

@@ -10,6 +10,11 @@ import { isAllowedReturnTo } from './return-to.js';
 /** What a pending login may keep of the caller's return_to (the row lives 10 minutes, for anyone who asks). */
 const MAX_RETURN_TO_BYTES = 2048;
 
+/** The provider's return_to prefixes, and the console's own page on this origin when it is served (docs/console.md). */
+function allowedReturnTo({ config }: OidcServices, prefixes: readonly string[], ctx: GatewayContext): readonly string[] {
+  return config.console.enabled ? [...prefixes, `${config.server.public_url || requestOrigin(ctx)}${config.server.base_url}/console/`] : prefixes;
+}
+
 /** The provider a route names: 404 provider_not_found when auth.oidc.providers has none of that name. */
 export function providerOf({ providers }: OidcServices, ctx: GatewayContext) {
   const provider = providers.get(ctx.params.provider!);
@@ -30,7 +35,7 @@ export function oidcLogin(services: OidcServices) {
         details: [{ field: 'return_to', rule: 'max_length', message: `at most ${MAX_RETURN_TO_BYTES} bytes` }],
       });
     }
-    if (typeof returnTo !== 'string' || !isAllowedReturnTo(returnTo, provider.config.return_to)) {
+    if (typeof returnTo !== 'string' || !isAllowedReturnTo(returnTo, allowedReturnTo(services, provider.config.return_to, ctx))) {
       throw new GatewayError(400, 'invalid_return_to', "return_to must be a URL under one of the provider's allowed return_to prefixes", {
         details: [{ field: 'return_to', rule: 'allowed_prefix', message: 'not an allowed return_to' }],
       });

@@ -1,0 +1,154 @@
+/** Endpoints: what the caller may call (openapi.json), by toolkit, searchable, each with a generated form. */
+import { call, description } from './api.js';
+import { alert, h, labelled, replace, status, uid } from './dom.js';
+import { buildRequest, detailsByField, formFields, type FormField, type Operation } from './form-fields.js';
+import type { PageContext } from './main.js';
+
+interface Entry {
+  toolkit: string;
+  method: string;
+  path: string;
+  operation: Operation;
+}
+
+export async function endpointsPage({ main }: PageContext): Promise<void> {
+  const document = await description();
+  const entries: Entry[] = [];
+  for (const [path, item] of Object.entries(document?.paths ?? {})) {
+    if (!path.startsWith('/tk/')) continue;
+    for (const [method, operation] of Object.entries(item))
+      entries.push({ toolkit: operation.tags?.[0] ?? path.split('/')[3]!, method: method.toUpperCase(), path, operation });
+  }
+  const search = h('input', { type: 'search', placeholder: 'name, path or description' });
+  const list = h('div', { class: 'endpoints' });
+  const count = status();
+  const draw = () => {
+    const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+    const shown = entries.filter((entry) => {
+      const text = `${entry.toolkit} ${entry.method} ${entry.path} ${entry.operation.summary ?? ''} ${entry.operation.description ?? ''}`.toLowerCase();
+      return words.every((word) => text.includes(word));
+    });
+    count.textContent = `${shown.length} of ${entries.length} endpoints`;
+    const toolkits = [...new Set(shown.map((entry) => entry.toolkit))].sort();
+    replace(
+      list,
+      ...toolkits.map((toolkit) =>
+        h(
+          'section',
+          { class: 'toolkit', 'aria-label': `toolkit ${toolkit}` },
+          h('h2', {}, toolkit),
+          ...shown.filter((entry) => entry.toolkit === toolkit).map(endpointCard),
+        ),
+      ),
+    );
+  };
+  search.addEventListener('input', draw);
+  replace(main, h('h1', {}, 'Endpoints'), labelled('Search endpoints', search), count, list);
+  draw();
+}
+
+function endpointCard(entry: Entry): HTMLElement {
+  const fields = formFields(entry.operation);
+  const controls = new Map<string, { input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement; error: HTMLElement }>();
+  const form = h('form', { 'data-operation': entry.operation.operationId ?? '', novalidate: true });
+  for (const field of fields) {
+    const input = control(field);
+    const error = h('span', { class: 'field-error', id: uid('err') });
+    input.setAttribute('aria-describedby', error.id);
+    controls.set(field.name, { input, error });
+    const label = `${field.name}${field.required ? ' (required)' : ''}`;
+    const div = labelled(label, input, field.in === 'path' ? 'in the path' : undefined);
+    div.dataset.field = field.name;
+    div.append(error);
+    form.append(div);
+  }
+  const general = h('div', { class: 'form-errors', 'aria-live': 'polite' });
+  const answer = h('div', { class: 'answer', 'aria-live': 'polite' });
+  form.append(general, h('button', { type: 'submit' }, `Call ${entry.method}`), answer);
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    for (const { input, error } of controls.values()) {
+      error.textContent = '';
+      input.removeAttribute('aria-invalid');
+    }
+    replace(general);
+    replace(answer, status('Calling…'));
+    const values: Record<string, string | boolean> = {};
+    for (const [name, { input }] of controls) values[name] = input instanceof HTMLInputElement && input.type === 'checkbox' ? input.checked : input.value;
+    const request = buildRequest(entry.path, fields, values, entry.operation.requestBody !== undefined);
+    if (request.invalid.length > 0) {
+      showDetails(request.invalid, fields, controls, general);
+      replace(answer);
+      return;
+    }
+    const query = request.query.toString();
+    const reply = await call(entry.method, `${request.path}${query ? `?${query}` : ''}`, { body: request.body, raw: true });
+    await showAnswer(reply.response, answer, general, fields, controls);
+  });
+  const summary = h(
+    'summary',
+    {},
+    h('span', { class: `method ${entry.method.toLowerCase()}` }, entry.method),
+    ' ',
+    h('code', {}, entry.path),
+    ' ',
+    entry.operation.summary ?? '',
+  );
+  return h('details', { class: 'endpoint' }, summary, entry.operation.description ? h('p', { class: 'description' }, entry.operation.description) : null, form);
+}
+
+function control(field: FormField): HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement {
+  const common = { name: field.name, required: field.required, 'aria-required': field.required ? 'true' : null };
+  if (field.kind === 'select') {
+    return h(
+      'select',
+      common,
+      field.required ? null : h('option', { value: '' }, '—'),
+      ...(field.options ?? []).map((option) => h('option', { value: String(option) }, String(option))),
+    );
+  }
+  if (field.kind === 'checkbox') return h('input', { ...common, type: 'checkbox' });
+  if (field.kind === 'number')
+    return h('input', { ...common, type: 'number', step: field.integer ? '1' : 'any', inputmode: field.integer ? 'numeric' : 'decimal' });
+  if (field.kind === 'json') return h('textarea', { ...common, rows: 2, placeholder: 'JSON' });
+  return h('input', {
+    ...common,
+    type: 'text',
+    maxlength: field.maxLength ?? null,
+    pattern: field.pattern ?? null,
+    title: field.pattern ? `pattern ${field.pattern}` : null,
+  });
+}
+
+type Controls = Map<string, { input: HTMLElement; error: HTMLElement }>;
+
+function showDetails(details: unknown, fields: readonly FormField[], controls: Controls, general: HTMLElement): void {
+  for (const [name, messages] of detailsByField(details, fields)) {
+    const target = controls.get(name);
+    if (target) {
+      target.error.textContent = messages.join('; ');
+      target.input.setAttribute('aria-invalid', 'true');
+    } else general.append(alert(messages.join('; ')));
+  }
+}
+
+async function showAnswer(response: Response, answer: HTMLElement, general: HTMLElement, fields: readonly FormField[], controls: Controls): Promise<void> {
+  const type = response.headers.get('content-type') ?? '';
+  if (!type.includes('application/json')) {
+    // A passthrough answer: offered as a download, never shown as markup.
+    const blob = await response.blob();
+    const name = /filename="?([^";]+)"?/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? 'download';
+    const link = h('a', { href: URL.createObjectURL(blob), download: name, class: 'button' }, `Download ${name} (${blob.size} bytes)`);
+    replace(answer, h('p', {}, `${response.status} ${type || 'no type'}`), link);
+    link.click();
+    return;
+  }
+  const json = await response.json().catch(() => undefined);
+  if (response.status === 202 && json?.data?.run_id) {
+    location.hash = `#/runs/${encodeURIComponent(json.data.run_id)}`;
+    return;
+  }
+  if (response.status === 400 && json?.error?.details) showDetails(json.error.details, fields, controls, general);
+  const summary = json?.success === false ? alert(`${response.status} ${json.error.code}: ${json.error.message}`) : h('p', {}, `${response.status}`);
+  replace(answer, summary, h('pre', { class: 'json', tabindex: '0', 'aria-label': 'answer' }, JSON.stringify(json, null, 2)));
+}

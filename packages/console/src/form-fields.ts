@@ -1,0 +1,140 @@
+/**
+ * The fields of an endpoint's form, from its OpenAPI operation (the client_filter as JSON Schema): string →
+ * text with maxlength and pattern, allowed values → a select, integer/number → number, boolean → checkbox,
+ * required fields marked. Pure: no DOM, so the unit tier tests it (test/unit/console/).
+ */
+
+export interface FieldSchema {
+  type?: string;
+  maxLength?: number;
+  pattern?: string;
+  enum?: unknown[];
+}
+
+export interface Operation {
+  operationId?: string;
+  summary?: string;
+  description?: string;
+  tags?: string[];
+  parameters?: Array<{ name: string; in: string; required?: boolean; schema?: FieldSchema }>;
+  requestBody?: { required?: boolean; content?: Record<string, { schema?: { properties?: Record<string, FieldSchema>; required?: string[] } }> };
+  responses?: Record<string, unknown>;
+}
+
+export type FieldKind = 'text' | 'select' | 'number' | 'checkbox' | 'json';
+
+export interface FormField {
+  name: string;
+  /** Where the value goes: the path template, the query string, or the JSON body. */
+  in: 'path' | 'query' | 'body';
+  kind: FieldKind;
+  required: boolean;
+  maxLength?: number;
+  pattern?: string;
+  /** A select's values, as the gateway will receive them. */
+  options?: unknown[];
+  integer?: boolean;
+}
+
+function fieldOf(name: string, where: FormField['in'], required: boolean, schema: FieldSchema = {}): FormField {
+  const field: FormField = { name, in: where, required, kind: 'text' };
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) {
+    field.kind = 'select';
+    field.options = schema.enum;
+  } else if (schema.type === 'integer' || schema.type === 'number') {
+    field.kind = 'number';
+    field.integer = schema.type === 'integer';
+  } else if (schema.type === 'boolean') field.kind = 'checkbox';
+  else if (schema.type === 'array' || schema.type === 'object') field.kind = 'json';
+  if (field.kind === 'text') {
+    if (typeof schema.maxLength === 'number') field.maxLength = schema.maxLength;
+    if (typeof schema.pattern === 'string') field.pattern = schema.pattern;
+  }
+  return field;
+}
+
+/** The form fields of one operation: path parameters, then the query's or the JSON body's fields. */
+export function formFields(operation: Operation): FormField[] {
+  const fields: FormField[] = [];
+  for (const parameter of operation.parameters ?? []) {
+    if (parameter.in !== 'path' && parameter.in !== 'query') continue;
+    fields.push(fieldOf(parameter.name, parameter.in, parameter.required === true, parameter.schema));
+  }
+  const content = operation.requestBody?.content;
+  const schema = content?.['application/json']?.schema ?? (content ? Object.values(content)[0]?.schema : undefined);
+  const required = new Set(schema?.required ?? []);
+  for (const [name, property] of Object.entries(schema?.properties ?? {})) fields.push(fieldOf(name, 'body', required.has(name), property));
+  return fields;
+}
+
+/** What a form's raw values (strings, and booleans for checkboxes) become in a request. */
+export interface FormRequest {
+  path: string;
+  query: URLSearchParams;
+  body?: Record<string, unknown>;
+  /** Fields whose text could not be read (a number or JSON field): shown at the field, nothing sent. */
+  invalid: Array<{ field: string; message: string }>;
+}
+
+/** Percent-encodes a path value; a `{*}` rest keeps its slashes. */
+function pathValue(name: string, value: string): string {
+  return name === '*' ? value.split('/').map(encodeURIComponent).join('/') : encodeURIComponent(value);
+}
+
+export function buildRequest(pathTemplate: string, fields: readonly FormField[], values: Record<string, string | boolean>, hasBody: boolean): FormRequest {
+  let path = pathTemplate;
+  const query = new URLSearchParams();
+  const body: Record<string, unknown> = {};
+  const invalid: FormRequest['invalid'] = [];
+  for (const field of fields) {
+    const raw = values[field.name];
+    if (field.in === 'path') {
+      path = path.replace(`{${field.name}}`, pathValue(field.name, String(raw ?? '')));
+      continue;
+    }
+    if (field.kind === 'checkbox') {
+      // Unticked: false when the field is required or goes in a JSON body; an optional query field is left out.
+      const value = raw === true;
+      if (field.in === 'body') body[field.name] = value;
+      else if (value || field.required) query.set(field.name, String(value));
+      continue;
+    }
+    const text = typeof raw === 'string' ? raw : '';
+    if (text === '') continue;
+    if (field.in === 'query') {
+      query.set(field.name, text);
+      continue;
+    }
+    if (field.kind === 'number') {
+      const number = Number(text);
+      if (!Number.isFinite(number) || (field.integer && !Number.isInteger(number)))
+        invalid.push({ field: field.name, message: field.integer ? 'not an integer' : 'not a number' });
+      else body[field.name] = number;
+    } else if (field.kind === 'json') {
+      try {
+        body[field.name] = JSON.parse(text);
+      } catch {
+        invalid.push({ field: field.name, message: 'not valid JSON' });
+      }
+    } else if (field.kind === 'select') {
+      const option = field.options?.find((each) => String(each) === text);
+      body[field.name] = option === undefined ? text : option;
+    } else body[field.name] = text;
+  }
+  return hasBody ? { path, query, body, invalid } : { path, query, invalid };
+}
+
+/** The 400 details of the gateway (`[{field, rule, message}]`) grouped by the form's field names; others under ''. */
+export function detailsByField(details: unknown, fields: readonly FormField[]): Map<string, string[]> {
+  const names = new Set(fields.map((field) => field.name));
+  const byField = new Map<string, string[]>();
+  for (const detail of Array.isArray(details) ? details : []) {
+    if (!detail || typeof detail !== 'object') continue;
+    const { field, message, rule } = detail as { field?: unknown; message?: unknown; rule?: unknown };
+    const top = typeof field === 'string' ? field.split('.')[0]! : '';
+    const key = names.has(top) ? top : '';
+    const text = [typeof message === 'string' ? message : '', typeof rule === 'string' ? `(${rule})` : ''].filter(Boolean).join(' ');
+    byField.set(key, [...(byField.get(key) ?? []), key === '' && typeof field === 'string' ? `${field}: ${text}` : text]);
+  }
+  return byField;
+}

@@ -1,0 +1,169 @@
+/** Runs: the caller's runs and those they may see, filterable; a run's page with its live output (SSE). */
+import { authHeaders, base, call, problem, signedOut } from './api.js';
+import { alert, duration, formatTime, h, labelled, replace, status } from './dom.js';
+import type { PageContext } from './main.js';
+import { followEvents, stripAnsi } from './sse.js';
+
+export interface Run {
+  id: string;
+  toolkit: string;
+  endpoint: string;
+  status: string;
+  actor: { username: string | null; kind: string };
+  queued_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+  exit_code: number | null;
+  signal: string | null;
+  reason: string | null;
+  payload: unknown;
+  result?: unknown;
+  approvals?: Array<{ username: string; decision: string; comment: string | null; at: string }>;
+  dry_run?: { status: string; exit_code: number | null; output: string } | null;
+}
+
+const STATUSES = ['', 'awaiting_approval', 'queued', 'running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'rejected', 'expired'];
+const ENDED = new Set(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'rejected', 'expired']);
+
+/** A table of runs, each linking to its page. */
+export function runTable(runs: readonly Run[], caption: string): HTMLTableElement {
+  return h(
+    'table',
+    {},
+    h('caption', {}, caption),
+    h('thead', {}, h('tr', {}, ...['Run', 'Toolkit', 'Endpoint', 'Status', 'By', 'Queued', 'Duration'].map((name) => h('th', { scope: 'col' }, name)))),
+    h(
+      'tbody',
+      {},
+      ...runs.map((run) =>
+        h(
+          'tr',
+          {},
+          h('td', {}, h('a', { href: `#/runs/${encodeURIComponent(run.id)}` }, run.id.slice(0, 12))),
+          h('td', {}, run.toolkit),
+          h('td', {}, run.endpoint),
+          h('td', {}, h('span', { class: `badge ${run.status}` }, run.status)),
+          h('td', {}, run.actor.username ?? run.actor.kind),
+          h('td', {}, formatTime(run.queued_at)),
+          h('td', {}, duration(run.started_at, run.ended_at)),
+        ),
+      ),
+    ),
+  );
+}
+
+export async function runsPage({ main }: PageContext): Promise<void> {
+  const toolkit = h('input', { name: 'toolkit' });
+  const endpoint = h('input', { name: 'endpoint' });
+  const user = h('input', { name: 'user' });
+  const state = h('select', { name: 'status' }, ...STATUSES.map((value) => h('option', { value }, value || 'any')));
+  const results = h('div', {});
+  const more = h('button', { type: 'button', hidden: true }, 'Older runs');
+  let cursor: string | null = null;
+  let shown: Run[] = [];
+  const load = async (reset: boolean) => {
+    const query = new URLSearchParams();
+    for (const [name, input] of [
+      ['toolkit', toolkit],
+      ['endpoint', endpoint],
+      ['user', user],
+      ['status', state],
+    ] as const)
+      if (input.value) query.set(name, input.value);
+    query.set('limit', '50');
+    if (!reset && cursor) query.set('cursor', cursor);
+    const reply = await call('GET', `/runs?${query}`);
+    if (reply.status !== 200) return replace(results, alert(problem(reply)));
+    shown = reset ? reply.json!.data.runs : [...shown, ...reply.json!.data.runs];
+    cursor = reply.json!.data.next_cursor;
+    more.hidden = !cursor;
+    replace(results, shown.length === 0 ? h('p', {}, 'No runs.') : runTable(shown, `${shown.length} runs, newest first`));
+  };
+  const filters = h(
+    'form',
+    { class: 'filters', role: 'search', 'aria-label': 'Filter runs' },
+    labelled('Toolkit', toolkit),
+    labelled('Endpoint', endpoint),
+    labelled('User', user),
+    labelled('Status', state),
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+  filters.addEventListener('submit', (event) => (event.preventDefault(), void load(true)));
+  more.addEventListener('click', () => void load(false));
+  replace(main, h('h1', {}, 'Runs'), filters, results, more);
+  await load(true);
+}
+
+export async function runPage({ main, signal }: PageContext, id: string): Promise<void> {
+  const reply = await call('GET', `/runs/${encodeURIComponent(id)}`);
+  if (reply.status !== 200) return replace(main, h('h1', {}, 'Run'), alert(problem(reply)));
+  let run = reply.json!.data as Run;
+  const facts = h('dl', { class: 'facts' });
+  const output = h('pre', { class: 'output', id: 'output', tabindex: '0', 'aria-label': 'output', 'aria-live': 'off' });
+  const note = status();
+  const cancel = h('button', { type: 'button', id: 'cancel' }, 'Cancel run');
+  const drawFacts = () => {
+    replace(
+      facts,
+      ...(
+        [
+          ['Status', h('span', { class: `badge ${run.status}`, id: 'run-status' }, run.status)],
+          ['Endpoint', `${run.toolkit} ${run.endpoint}`],
+          ['By', run.actor.username ?? run.actor.kind],
+          ['Queued', formatTime(run.queued_at)],
+          ['Started', formatTime(run.started_at)],
+          ['Ended', formatTime(run.ended_at)],
+          ['Duration', duration(run.started_at, run.ended_at)],
+          ['Exit code', run.exit_code === null ? (run.signal ?? '—') : String(run.exit_code)],
+          ['Reason', run.reason ?? '—'],
+        ] as const
+      ).flatMap(([name, value]) => [h('dt', {}, name), h('dd', {}, value)]),
+    );
+    cancel.hidden = ENDED.has(run.status);
+  };
+  const refresh = async () => {
+    const again = await call('GET', `/runs/${encodeURIComponent(id)}`);
+    if (again.status === 200) run = again.json!.data;
+    drawFacts();
+  };
+  cancel.addEventListener('click', async () => {
+    const answer = await call('POST', `/runs/${encodeURIComponent(id)}/cancel`);
+    note.textContent = answer.status === 202 ? 'Cancelling…' : problem(answer);
+    await refresh();
+  });
+  drawFacts();
+  replace(
+    main,
+    h('h1', {}, `Run ${run.id}`),
+    facts,
+    cancel,
+    note,
+    h('h2', {}, 'Payload'),
+    h('pre', { class: 'json', tabindex: '0', 'aria-label': 'payload' }, JSON.stringify(run.payload, null, 2)),
+    h('h2', {}, 'Output'),
+    output,
+  );
+  let ended = false;
+  const ticker = setInterval(() => !ended && drawFacts(), 1000);
+  signal.addEventListener('abort', () => clearInterval(ticker));
+  await followEvents({
+    url: `${base}/runs/${encodeURIComponent(id)}/output`,
+    headers: authHeaders(),
+    signal,
+    ended: () => ended,
+    onRefused: (response) => (response.status === 401 ? signedOut() : void (note.textContent = `output: ${response.status}`)),
+    onEvent: (event) => {
+      if (event.event === 'end') {
+        ended = true;
+        void refresh();
+        return;
+      }
+      if (event.event !== 'stdout' && event.event !== 'stderr') return;
+      // Text only: a text node, never markup; colour codes are stripped.
+      const chunk = h('span', { class: event.event }, stripAnsi(event.data.endsWith('\n') ? event.data : `${event.data}\n`));
+      output.append(chunk);
+      if (run.status === 'queued' || run.status === 'awaiting_approval') void refresh();
+    },
+  });
+  clearInterval(ticker);
+}
