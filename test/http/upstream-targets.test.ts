@@ -7,8 +7,10 @@ import { WebSocket } from 'ws';
 import { dialects } from '../support/databases.js';
 import { call, type Reply } from '../support/http.js';
 import { eventually, scrape, valueOf } from '../support/ops.js';
-import { withGateway } from '../support/suite.js';
-import { toolkitDir } from '../support/toolkit-files.js';
+import { runCli } from '../support/cli.js';
+import { writeConfig } from '../support/gateway-process.js';
+import { withDatabase, withGateway } from '../support/suite.js';
+import { pluginsWithTestFunctions, toolkitDir } from '../support/toolkit-files.js';
 
 /**
  * `upstream.targets` (SPEC section 18): real upstream processes on loopback (targets-upstream.ts), killed, silent,
@@ -252,3 +254,36 @@ for (const transport of ['undici', 'got', 'reader'] as const) {
     });
   });
 }
+
+describe('http endpoints: upstream targets, config check', () => {
+  const s = withDatabase(dialects[0]!, []);
+  it('refuses url with targets, neither, a weight that is not a positive integer, and the wrong scheme, naming each key', async () => {
+    const config = writeConfig({ db: s.bed.dbConfig, plugins: pluginsWithTestFunctions });
+    const dir = toolkitDir({
+      'targets.yaml': [
+        'name: targets',
+        'type: app',
+        'endpoints:',
+        '  - { path: a, method: GET, type: http, upstream: { url: "http://127.0.0.1:9/a", targets: ["http://127.0.0.1:9/a"] } }',
+        '  - { path: b, method: GET, type: http, upstream: { timeout: 1s } }',
+        '  - { path: c, method: GET, type: http, upstream: { targets: ["http://127.0.0.1:9/c", { url: "http://127.0.0.1:8/c", weight: 0 }] } }',
+        '  - { path: d, method: GET, type: http, websocket: true, upstream: { targets: ["ws://127.0.0.1:9/d", "http://127.0.0.1:8/d"] } }',
+        '  - { path: e, method: GET, type: http, upstream: { targets: ["ws://127.0.0.1:9/e"] } }',
+        '  - { path: f, method: GET, type: http, upstream: { targets: ["http://127.0.0.1:9/f", { url: "http://127.0.0.1:8/f", weight: 2 }], balance: least_pending, retries: 2, passive: { failures: 2, eject_for: 5s }, health: { path: /healthz } } }',
+        '',
+      ].join('\n'),
+    });
+    const result = await runCli(['config', 'check', dir, '--config', config]);
+    expect(result.code, result.stderr).to.equal(1);
+    const lines = result.stdout.trim().split('\n');
+    const keys = lines.map((line) => /: (endpoints\.[\w.]+) /.exec(line)?.[1]);
+    expect(keys, result.stdout).to.include.members([
+      'endpoints.0.upstream.targets',
+      'endpoints.1.upstream.url',
+      'endpoints.2.upstream.targets.1.weight',
+      'endpoints.3.upstream.targets.1',
+      'endpoints.4.upstream.targets.0',
+    ]);
+    expect(lines.join('\n')).to.not.include('endpoints.5');
+  });
+});
