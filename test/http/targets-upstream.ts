@@ -31,10 +31,13 @@ const server = http.createServer((req, res) => {
   req.on('end', () => {
     // A call whose payload says hold is held 4 s: a call in flight for as long as the test needs one.
     const hold = Buffer.concat(chunks).toString('utf8').includes('"hold":true');
-    setTimeout(() => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ target: name }));
-    }, hold ? 4000 : delayMs);
+    setTimeout(
+      () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ target: name }));
+      },
+      hold ? 4000 : delayMs,
+    );
   });
 });
 const sockets = new WebSocketServer({ server });

@@ -154,9 +154,15 @@ for (const transport of ['undici', 'got', 'reader'] as const) {
         expect(reply.status).to.equal(502);
         expect(reply.body.error.details.reason).to.equal('timeout');
       }
-      const silentIds = new Set(silent.heard.slice(silentBefore).filter((heard) => heard.path === '/idle-post').map((heard) => heard.id));
+      const silentIds = new Set(
+        silent.heard
+          .slice(silentBefore)
+          .filter((heard) => heard.path === '/idle-post')
+          .map((heard) => heard.id),
+      );
       expect(silentIds.size).to.equal(failed.length);
-      for (const heard of p1.heard.slice(p1Before).filter((each) => each.path === '/idle-post')) expect(silentIds.has(heard.id), 'a POST sent twice').to.equal(false);
+      for (const heard of p1.heard.slice(p1Before).filter((each) => each.path === '/idle-post'))
+        expect(silentIds.has(heard.id), 'a POST sent twice').to.equal(false);
     });
 
     it('every target down: 502 no_healthy_target at once, once each target is left out', async () => {
@@ -199,7 +205,12 @@ for (const transport of ['undici', 'got', 'reader'] as const) {
     if (transport !== 'undici') return;
 
     it('kill one of three targets under a steady load of GETs: no call lost; the target is out, logged once', async () => {
-      const replies = await load(300, 4, () => get('get-load'), (done) => done === 60 && x.kill());
+      const replies = await load(
+        300,
+        4,
+        () => get('get-load'),
+        (done) => done === 60 && x.kill(),
+      );
       expect(replies.filter((reply) => reply.status !== 200).map((reply) => reply.body)).to.deep.equal([]);
       const label = targetLabel(x, '/get-load');
       await eventually('target down logged', () => (downLines(label).length > 0 ? true : undefined));
@@ -207,12 +218,19 @@ for (const transport of ['undici', 'got', 'reader'] as const) {
       const { samples } = await scrape(s.gateway);
       expect(valueOf(samples, 'tkgate_upstream_target_up', { toolkit: 'lb', endpoint: 'get-load', target: label })).to.equal(0);
       expect(valueOf(samples, 'tkgate_upstream_target_up', { toolkit: 'lb', endpoint: 'get-load', target: targetLabel(p1, '/get-load') })).to.equal(1);
-      expect(valueOf(samples, 'tkgate_upstream_requests_total', { toolkit: 'lb', endpoint: 'get-load', target: label, outcome: 'not_sent' })).to.be.greaterThan(0);
+      expect(valueOf(samples, 'tkgate_upstream_requests_total', { toolkit: 'lb', endpoint: 'get-load', target: label, outcome: 'not_sent' })).to.be.greaterThan(
+        0,
+      );
     });
 
     it('kill one of three targets under a steady load of POSTs: only calls in flight on it fail, none is sent twice', async () => {
       const concurrency = 4;
-      const replies = await load(300, concurrency, () => post('post-load'), (done) => done === 60 && y.kill());
+      const replies = await load(
+        300,
+        concurrency,
+        () => post('post-load'),
+        (done) => done === 60 && y.kill(),
+      );
       const failed = replies.filter((reply) => reply.status !== 200);
       expect(failed.length, 'failed POSTs').to.be.at.most(concurrency);
       for (const reply of failed) expect(reply.body.error.code).to.be.oneOf(['upstream_error', 'upstream_timeout']);

@@ -18,9 +18,7 @@ export const httpConfigSchema = z.strictObject({
     .strictObject({
       url: upstreamUrl
         .optional()
-        .describe(
-          'The upstream the request context is POSTed to, or (forward: request) the base the request is forwarded to (http or https). Or `targets`.',
-        ),
+        .describe('The upstream the request context is POSTed to, or (forward: request) the base the request is forwarded to (http or https). Or `targets`.'),
       targets: z
         .array(z.union([upstreamUrl, z.strictObject({ url: upstreamUrl, weight: z.number().int().min(1).max(1000).default(1) })]))
         .min(1)
@@ -40,7 +38,10 @@ export const httpConfigSchema = z.strictObject({
         .describe('targets: passive health, from the calls themselves.'),
       health: z
         .strictObject({
-          path: z.string().regex(/^\/[\x21-\x7e]*$/, 'must be a path starting with /').describe('The path probed on each target (GET; 2xx is healthy).'),
+          path: z
+            .string()
+            .regex(/^\/[\x21-\x7e]*$/, 'must be a path starting with /')
+            .describe('The path probed on each target (GET; 2xx is healthy).'),
           interval: durationMs.default(5_000).describe('Time between probes of one target (default 5s).'),
           timeout: durationMs.default(2_000).describe('A probe without an answer this long failed (default 2s).'),
           healthy: z.number().int().min(1).default(2).describe('Passing probes in a row that bring a target back (default 2).'),

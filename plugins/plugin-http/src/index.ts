@@ -63,7 +63,14 @@ const plugin: TkgatePlugin = {
         const problems = targetProblems(config);
         // The checks below read the URL(s): only once there is one to read.
         if (problems.length > 0) return problems;
-        return [...loadUpstreamTls(config.upstream, targetsOf(config.upstream).map(({ url }) => url), env.toolkitFile), ...forwardProblems(config, env.pathParams)];
+        return [
+          ...loadUpstreamTls(
+            config.upstream,
+            targetsOf(config.upstream).map(({ url }) => url),
+            env.toolkitFile,
+          ),
+          ...forwardProblems(config, env.pathParams),
+        ];
       },
       // A version with targets stops its health probes once it is gone.
       onRetire: (endpoint) => targets.retire(endpoint.key),

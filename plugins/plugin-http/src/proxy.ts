@@ -202,7 +202,8 @@ export async function proxy(upstreams: Upstreams, call: EndpointCall<HttpConfig>
     if (!upstream.passthrough) {
       const transport = upstreams.json;
       const maxBytes = upstream.max_response_bytes;
-      const send = set || request.idempotent ? attempts(request, set, retrySent, () => transport.fetchWhole(request, maxBytes)) : transport.fetchWhole(request, maxBytes);
+      const send =
+        set || request.idempotent ? attempts(request, set, retrySent, () => transport.fetchWhole(request, maxBytes)) : transport.fetchWhole(request, maxBytes);
       return checkedJson(await fetchWhole(send, span));
     }
     let response: UpstreamResponse;

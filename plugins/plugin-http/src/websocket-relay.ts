@@ -84,7 +84,10 @@ export class WebSocketRelay {
     const { upstream, max_message_bytes: maxBytes, idle_timeout: idleMs } = call.config;
     const offered = upgrade.request.headers['sec-websocket-protocol'];
     const protocols = offered ? offered.split(',').map((protocol) => protocol.trim()) : [];
-    const span = call.trace.startSpan('GET', { kind: 'client', attributes: { 'http.request.method': 'GET', 'url.scheme': new URL(firstUrl(upstream)).protocol } });
+    const span = call.trace.startSpan('GET', {
+      kind: 'client',
+      attributes: { 'http.request.method': 'GET', 'url.scheme': new URL(firstUrl(upstream)).protocol },
+    });
     const headers: Record<string, string> = {
       ...configuredHeaders(upstream.headers, this.secretValue),
       'tkgate-context': contextHeader(call.context, true),
@@ -132,7 +135,13 @@ export class WebSocketRelay {
   }
 
   /** The upstream's socket, open; or the GatewayError that says why not (the socket terminated). */
-  private async connect(call: EndpointCall<HttpConfig>, url: string, protocols: string[], headers: Record<string, string>, timeoutMs: number): Promise<WebSocket> {
+  private async connect(
+    call: EndpointCall<HttpConfig>,
+    url: string,
+    protocols: string[],
+    headers: Record<string, string>,
+    timeoutMs: number,
+  ): Promise<WebSocket> {
     const { upstream, max_message_bytes: maxBytes } = call.config;
     const secure = url.startsWith('wss:');
     const far = new WebSocket(url, protocols, {

@@ -1,7 +1,15 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { gotTransport, notSent, readerTransport, undiciTransport, UpstreamFailure, type UpstreamRequest, type UpstreamTransport } from '@tkgate/plugin-http/upstream';
+import {
+  gotTransport,
+  notSent,
+  readerTransport,
+  undiciTransport,
+  UpstreamFailure,
+  type UpstreamRequest,
+  type UpstreamTransport,
+} from '@tkgate/plugin-http/upstream';
 import { eventually } from '../../support/eventually.js';
 import { bodyOf } from '../../support/upstream-bodies.js';
 import { onRequests } from '../raw-requests.js';
@@ -198,7 +206,11 @@ describe('upstream transports: one conformance suite', () => {
       });
 
       it('says which failures were never sent (upstream.targets may send those elsewhere, whatever the method)', async () => {
-        const failureOf = (pending: Promise<unknown>) => pending.then(() => undefined, (thrown: unknown) => thrown);
+        const failureOf = (pending: Promise<unknown>) =>
+          pending.then(
+            () => undefined,
+            (thrown: unknown) => thrown,
+          );
         for (const streamed of [false, true]) {
           const send = (request: UpstreamRequest) => (streamed ? transport.post(request) : transport.fetchWhole(request, 1000));
           // Refused: nothing reached an upstream.
