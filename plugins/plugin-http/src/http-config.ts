@@ -20,7 +20,15 @@ export const httpConfigSchema = z.strictObject({
         .optional()
         .describe('The upstream the request context is POSTed to, or (forward: request) the base the request is forwarded to (http or https). Or `targets`.'),
       targets: z
-        .array(z.union([upstreamUrl, z.strictObject({ url: upstreamUrl, weight: z.number().int().min(1).max(1000).default(1) })]))
+        .array(
+          z.union([
+            upstreamUrl,
+            z.strictObject({
+              url: upstreamUrl.describe('The target.'),
+              weight: z.number().int().min(1).max(1000).default(1).describe("The target's share of the calls, a positive integer (default 1)."),
+            }),
+          ]),
+        )
         .min(1)
         .max(MAX_TARGETS)
         .optional()
