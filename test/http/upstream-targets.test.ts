@@ -305,3 +305,30 @@ describe('http endpoints: upstream targets, config check', () => {
     expect(lines.join('\n')).to.not.include('endpoints.5');
   });
 });
+
+describe(`http endpoints: upstream targets with server.workers: 2 (${dialects[0]!.name})`, function () {
+  this.timeout(120_000);
+  const s = withGateway(
+    dialects[0]!,
+    [{ username: 'ops' }],
+    { server: { workers: 2 } },
+    { toolkitsDir: toolkitDir({ 'lb.yaml': { name: 'lb', type: 'app', endpoints: [toolkit.endpoints.find((each) => each.path === 'down')!] } }) },
+  );
+  it("counts each worker's calls in one scrape, and shows a target out when a worker has it out", async () => {
+    const token = await s.login('ops');
+    const label = `http://127.0.0.1:${dead1}/`;
+    const samples = await eventually(
+      'the target out in the scrape',
+      async () => {
+        expect((await call('GET', `${s.gateway.base}/tk/app/lb/down`, { token })).status).to.equal(502);
+        const scraped = (await scrape(s.gateway)).samples;
+        return valueOf(scraped, 'tkgate_upstream_requests_total', { endpoint: 'down', target: label, outcome: 'not_sent' }) >= 3 &&
+          scraped.some((sample) => sample.name === 'tkgate_upstream_target_up' && sample.labels.target === label && sample.value === 0)
+          ? scraped
+          : undefined;
+      },
+      60_000,
+    );
+    expect(valueOf(samples, 'tkgate_upstream_target_up', { toolkit: 'lb', endpoint: 'down', target: label })).to.equal(0);
+  });
+});
