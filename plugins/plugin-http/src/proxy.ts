@@ -130,11 +130,6 @@ class ProxiedRequest implements UpstreamRequest {
   }
 }
 
-/**
- * A call that failed for want of a connection before any answer, tried once more: only for an endpoint
- * declared idempotent. Otherwise the request may have reached the upstream already, and a proxy must not
- * repeat a non-idempotent one on its own (RFC 9110 section 9.2.2).
- */
 /** A transport's failure as the balancer sees it: was the request sent, and how did it end. */
 export function attemptFailure(err: unknown): AttemptFailure {
   if (!(err instanceof UpstreamFailure)) return { outcome: 'failed', sent: true };
@@ -149,16 +144,24 @@ export function attemptFailure(err: unknown): AttemptFailure {
  * One call of the request through `send`: to the one URL (tried once more when it failed for want of a
  * connection and the endpoint is idempotent), or across the endpoint's targets.
  */
-function attempts<T extends { status: number }>(request: ProxiedRequest, set: TargetSet | undefined, retrySent: boolean, send: () => Promise<T>): Promise<T> {
+function attempts<T extends { status: number }>(
+  call: EndpointCall<HttpConfig>,
+  request: ProxiedRequest,
+  set: TargetSet | undefined,
+  span: UpstreamSpan,
+  send: () => Promise<T>,
+): Promise<T> {
   if (set) {
-    const timeoutMs = request.timeoutMs;
+    // A GET (or an idempotent endpoint's call) may be sent again to another target.
+    const retrySent = call.method === 'GET' || call.config.upstream.idempotent;
     return acrossTargets(
       set,
       retrySent,
-      timeoutMs,
+      request.timeoutMs,
       (target, ms) => {
         request.url = target.url;
         request.timeoutMs = ms;
+        span.at(target.span);
         return send();
       },
       statusOfAnswer,
@@ -169,6 +172,11 @@ function attempts<T extends { status: number }>(request: ProxiedRequest, set: Ta
 }
 const statusOfAnswer = (answer: { status: number }) => answer.status;
 
+/**
+ * A call that failed for want of a connection before any answer, tried once more: only for an endpoint
+ * declared idempotent. Otherwise the request may have reached the upstream already, and a proxy must not
+ * repeat a non-idempotent one on its own (RFC 9110 section 9.2.2).
+ */
 async function onceMore<T>(attempt: () => Promise<T>): Promise<T> {
   try {
     return await attempt();
@@ -194,22 +202,21 @@ export async function proxy(upstreams: Upstreams, call: EndpointCall<HttpConfig>
     span.end();
     releaseGate();
   };
-  // Only an endpoint with targets pays for them; a GET (or an idempotent endpoint) may be sent again.
+  // Only an endpoint with targets pays for them.
   const set = upstream.targets ? upstreams.targets.of(call.endpoint, upstream) : undefined;
-  const retrySent = call.method === 'GET' || upstream.idempotent;
   let streaming = false;
   try {
     if (!upstream.passthrough) {
       const transport = upstreams.json;
       const maxBytes = upstream.max_response_bytes;
       const send =
-        set || request.idempotent ? attempts(request, set, retrySent, () => transport.fetchWhole(request, maxBytes)) : transport.fetchWhole(request, maxBytes);
+        set || request.idempotent ? attempts(call, request, set, span, () => transport.fetchWhole(request, maxBytes)) : transport.fetchWhole(request, maxBytes);
       return checkedJson(await fetchWhole(send, span));
     }
     let response: UpstreamResponse;
     try {
       const transport = upstreams.passthrough;
-      response = await (set || request.idempotent ? attempts(request, set, retrySent, () => transport.post(request)) : transport.post(request));
+      response = await (set || request.idempotent ? attempts(call, request, set, span, () => transport.post(request)) : transport.post(request));
     } catch (err) {
       throw span.failed(failed(err));
     }

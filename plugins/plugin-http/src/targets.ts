@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { GatewayError, type EndpointIdentity, type Logger, type PluginMetrics } from '@tkgate/core';
 import { targetsOf, type UpstreamConfig } from './http-config.js';
+import { upstreamTarget, type SpanTarget } from './upstream-span.js';
 import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
 
 /**
@@ -39,6 +40,8 @@ export class Target {
   up = 1;
   /** Counts one call per outcome (tkgate_upstream_requests_total), bound once. */
   readonly count: Record<Outcome, () => void>;
+  /** The target as the attributes of a call's span. */
+  readonly span: SpanTarget;
 
   constructor(
     /** 1 << its index in the set: what `tried` masks hold. */
@@ -50,6 +53,7 @@ export class Target {
     count: (outcome: Outcome) => () => void,
   ) {
     this.count = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, count(outcome)])) as Record<Outcome, () => void>;
+    this.span = upstreamTarget(url);
   }
 }
 
