@@ -84,7 +84,8 @@ const endpoint = (at: string, method: string, upstream: Record<string, unknown>,
   path: at,
   method,
   type: 'http',
-  upstream: { timeout: '3s', ...upstream },
+  // Generous: on a loaded 2-core machine a healthy target's answer may take seconds; a retried GET's first attempt gets half.
+  upstream: { timeout: '10s', ...upstream },
   ...extra,
 });
 const health = { path: '/healthz', interval: '300ms', timeout: '1s', healthy: 2, unhealthy: 2 };
@@ -95,8 +96,8 @@ const toolkit = {
     endpoint('get-load', 'GET', { targets: [p1.url('/get-load'), p2.url('/get-load'), x.url('/get-load')] }),
     endpoint('post-load', 'POST', { targets: [p1.url('/post-load'), p2.url('/post-load'), y.url('/post-load')] }),
     endpoint('weights', 'GET', { targets: [p1.url('/w'), { url: p2.url('/w'), weight: 2 }, { url: z.url('/w'), weight: 3 }] }),
-    endpoint('idle-get', 'GET', { targets: [silent.url('/idle-get'), p1.url('/idle-get')] }),
-    endpoint('idle-post', 'POST', { targets: [silent.url('/idle-post'), p1.url('/idle-post')] }),
+    endpoint('idle-get', 'GET', { targets: [silent.url('/idle-get'), p1.url('/idle-get')], timeout: '6s' }),
+    endpoint('idle-post', 'POST', { targets: [silent.url('/idle-post'), p1.url('/idle-post')], timeout: '6s' }),
     endpoint('health', 'GET', { targets: [sick.url('/health'), p2.url('/health')], health }),
     endpoint('least', 'POST', { targets: [p1.url('/least'), z.url('/least')], balance: 'least_pending', timeout: '10s' }),
     endpoint('down', 'GET', { targets: [`http://127.0.0.1:${dead1}/`, `http://127.0.0.1:${dead2}/`] }),
