@@ -119,9 +119,12 @@ async function main() {
   // The peer gateways serve scenarios 1 and 3 only: `--only 13` needs no install of them.
   const peers = (runs(1) || runs(3)) && ensurePeersInstalled(log);
   const upstream = await startServer('upstream.js');
+  // Scenario 12's other targets: upstreams of their own, as a balanced endpoint would have.
+  const otherTargets = runs(12) ? [await startServer('upstream.js'), await startServer('upstream.js')] : [];
   const koa = await startServer('bare-koa.js');
   const tinyScript = writeTinyScript(dir);
-  const { config, gotConfig, filename } = await prepareGateway(dir, { upstreamPort: upstream.port, tinyScript });
+  const targetPorts = [upstream.port, ...otherTargets.map((target) => target.port)];
+  const { config, gotConfig, filename } = await prepareGateway(dir, { upstreamPort: upstream.port, tinyScript, targetPorts });
   let gateway = track(await startTkgate(config));
   const token = await login(gateway.base);
   const auth = { authorization: `Bearer ${token}` };
@@ -318,6 +321,20 @@ async function main() {
     });
     log(`  ${queriesLine(measured.queries)}\n`);
   }
+  // 12. The json call balanced over three targets (upstream.targets, round robin) vs. the same call to one URL:
+  // the gateway's CPU per request, measured in the same run (the upstreams' CPU is not counted).
+  if (runs(12)) {
+    const jsonPost = { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"q":"disk"}' };
+    await scenario(
+      '12. http endpoint (JSON), 3 targets vs one url',
+      [
+        tkgate('balanced, 3 targets', gateway, { url: '/tk/app/bench/json-balanced', ...jsonPost }),
+        tkgate('single url', gateway, { url: '/tk/app/bench/json', ...jsonPost }),
+      ],
+      [cpuAtMost(1.05, 'single url')],
+    );
+  }
+  for (const target of otherTargets) await target.stop();
 
   // 6. A login storm (argon2id) while status calls run at a steady rate: the event loop must stay responsive.
   if (runs(6)) {

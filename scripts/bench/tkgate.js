@@ -45,7 +45,12 @@ export const PAGED_ENDPOINT = {
   ],
 };
 
-function toolkit(upstreamPort, tinyScript) {
+function toolkit(upstreamPort, tinyScript, targetPorts = []) {
+  // Scenario 12: the json call balanced over several upstreams (upstream.targets), beside the single-URL one.
+  const balanced =
+    targetPorts.length > 1
+      ? [{ path: 'json-balanced', method: 'POST', type: 'http', upstream: { targets: targetPorts.map((port) => `http://127.0.0.1:${port}/json`) } }]
+      : [];
   return {
     name: 'bench',
     type: 'app',
@@ -55,6 +60,7 @@ function toolkit(upstreamPort, tinyScript) {
       { path: 'json', method: 'POST', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/json` } },
       // The client's GET itself forwarded (scenario 15), to the same answer as json's context POST.
       { path: 'forwarded', method: 'GET', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/json`, forward: 'request' } },
+      ...balanced,
       { path: 'file', method: 'GET', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/1mb`, passthrough: true } },
       { path: 'tiny', method: 'GET', type: 'exec', command: [tinyScript], max_concurrency: 16, max_queue: 256 },
     ],
@@ -69,7 +75,7 @@ export function writeTinyScript(dir) {
 }
 
 /** Creates the database, its tables and the bench user; returns the gateway's config file. */
-export async function prepareGateway(dir, { upstreamPort, tinyScript }) {
+export async function prepareGateway(dir, { upstreamPort, tinyScript, targetPorts }) {
   const filename = path.join(dir, 'tkgate.sqlite');
   const db = openDatabase({ client: 'sqlite', filename, url: '' });
   try {
@@ -94,7 +100,7 @@ export async function prepareGateway(dir, { upstreamPort, tinyScript }) {
   }
   const toolkits = path.join(dir, 'toolkits');
   mkdirSync(toolkits, { recursive: true });
-  writeFileSync(path.join(toolkits, 'bench.json'), JSON.stringify(toolkit(upstreamPort, tinyScript), null, 2));
+  writeFileSync(path.join(toolkits, 'bench.json'), JSON.stringify(toolkit(upstreamPort, tinyScript, targetPorts), null, 2));
   const settings = (transport) =>
     JSON.stringify({
       server: { host: '127.0.0.1', port: 0 },

@@ -60,6 +60,8 @@ describe('the Grafana dashboard docs/grafana/tkgate.json', () => {
             { path: 'echo', method: 'GET', type: 'internal', handler: 'echo' },
             { path: 'limited', method: 'GET', type: 'internal', handler: 'echo', rate_limit: { limit: 1, window: '24h', per: 'endpoint' } },
             { path: 'job', method: 'GET', type: 'exec', run: 'async', command: ['/bin/true'] },
+            // Targets that refuse: the per-target series exist after one call (502).
+            { path: 'balanced', method: 'GET', type: 'http', upstream: { targets: ['http://127.0.0.1:9/a', 'http://127.0.0.1:9/b'] } },
           ],
         },
       }),
@@ -84,6 +86,7 @@ describe('the Grafana dashboard docs/grafana/tkgate.json', () => {
     expect((await c.get('board', 'nothing')).status).to.equal(404);
     expect((await c.get('board', 'limited')).status).to.equal(200);
     expect((await c.get('board', 'limited')).status).to.equal(429);
+    expect((await c.get('board', 'balanced')).status).to.equal(502);
     // A run that ends: tkgate_runs_total has its first series.
     const run = await c.get('board', 'job');
     expect(run.status).to.equal(202);

@@ -55,7 +55,8 @@ export function startGateway({ config, env = {}, cwd, extraArgs = [], format, co
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
 
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error('tkgate did not start within 15 s')), 15_000);
+    // Generous: a cluster of workers starting on a shared 2-core machine under load took over 15 s.
+    const timer = setTimeout(() => fail(new Error('tkgate did not start within 30 s')), 30_000);
     function fail(err: Error) {
       clearTimeout(timer);
       child.kill('SIGKILL');

@@ -3,6 +3,8 @@ import https from 'node:https';
 import { GatewayError, StreamedResponse, type ChildSpan, type EndpointCall } from '@tkgate/core';
 import { configuredHeaders, type SecretValue } from './configured-headers.js';
 import type { HttpConfig } from './http-config.js';
+import { acrossTargets, type AttemptFailure, type TargetSets } from './targets.js';
+import { neverConnected } from './upstream-failure.js';
 import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
 
 /**
@@ -46,11 +48,14 @@ interface Target {
   /** The URL's own query ('' when none), before the client's. */
   baseQuery: string;
 }
-const targets = new WeakMap<HttpConfig['upstream'], Target>();
-function targetOf(upstream: HttpConfig['upstream']): Target {
-  let target = targets.get(upstream);
+/** By URL: every endpoint version's URLs and targets, cleared if it ever grows past MAX_PARSED (reloads). */
+const parsed = new Map<string, Target>();
+const MAX_PARSED = 4096;
+function targetOf(upstreamUrl: string): Target {
+  let target = parsed.get(upstreamUrl);
   if (!target) {
-    const url = new URL(upstream.url);
+    if (parsed.size >= MAX_PARSED) parsed.clear();
+    const url = new URL(upstreamUrl);
     const secure = url.protocol === 'https:';
     target = {
       secure,
@@ -60,7 +65,7 @@ function targetOf(upstream: HttpConfig['upstream']): Target {
       basePath: url.pathname.replace(/\/$/, ''),
       baseQuery: url.search.slice(1),
     };
-    targets.set(upstream, target);
+    parsed.set(upstreamUrl, target);
   }
   return target;
 }
@@ -103,8 +108,18 @@ function headersBack(headers: IncomingHttpHeaders): Record<string, string | stri
 
 const upstreamError = (reason: string, cause: unknown) =>
   new GatewayError(502, 'upstream_error', 'the upstream did not give a usable answer', { details: { reason }, cause });
-const upstreamTimeout = (timeoutMs: number) =>
-  new GatewayError(504, 'upstream_timeout', 'the upstream did not answer in time', { details: { timeout_ms: timeoutMs } });
+const upstreamTimeout = (timeoutMs: number, cause?: Error) =>
+  new GatewayError(504, 'upstream_timeout', 'the upstream did not answer in time', { details: { timeout_ms: timeoutMs }, cause });
+
+/** A failed attempt as the balancer sees it (targets.ts). */
+function forwardFailure(err: unknown): AttemptFailure {
+  const cause = (err as { cause?: unknown }).cause;
+  if ((cause as Error | undefined)?.name === 'AbortError') return { outcome: 'aborted', sent: true };
+  if (neverConnected(cause)) return { outcome: 'not_sent', sent: false };
+  if ((err as GatewayError).status === 504) return { outcome: 'timeout', sent: true };
+  if (((err as GatewayError).details as { reason?: string } | undefined)?.reason === 'invalid_response') return { outcome: 'invalid', sent: true };
+  return { outcome: 'failed', sent: true };
+}
 
 /** Why a request got no answer: Node's parser codes (HPE_*) mean a malformed one. */
 function failure(err: NodeJS.ErrnoException): GatewayError {
@@ -134,7 +149,10 @@ export class RequestForwarder {
   private readonly agents = new Map<number, CallerAgents>();
   private readonly sweep = setInterval(() => this.closeIdle(Date.now() - CALLER_IDLE_MS), CALLER_IDLE_MS).unref();
 
-  constructor(private readonly secretValue: SecretValue) {}
+  constructor(
+    private readonly secretValue: SecretValue,
+    private readonly targets: TargetSets,
+  ) {}
 
   close(): void {
     clearInterval(this.sweep);
@@ -165,21 +183,44 @@ export class RequestForwarder {
   /** The upstream's answer as a StreamedResponse; `release` once it is over, whichever way. */
   forward(call: EndpointCall<HttpConfig>, release: () => void): Promise<StreamedResponse> {
     const { upstream } = call.config;
-    const target = targetOf(upstream);
+    if (!upstream.targets) return this.send(call, targetOf(upstream.url!), upstream.timeout, release);
+    // Across targets: a failed attempt releases nothing; the answer's end, or the last failure, releases the gate.
+    const set = this.targets.of(call.endpoint, upstream);
+    const retrySent = call.method === 'GET' || call.method === 'HEAD' || call.method === 'OPTIONS' || upstream.idempotent;
+    const answered = (ended: boolean) => ended && release();
+    return acrossTargets(
+      set,
+      retrySent,
+      upstream.timeout,
+      (target, ms) => this.send(call, targetOf(target.url), ms, answered),
+      (response) => response.status,
+      forwardFailure,
+    ).catch((err: unknown) => {
+      release();
+      throw err;
+    });
+  }
+
+  /** One attempt on one URL; `done(answered)` once it is over: failed before an answer (false), or its answer ended (true). */
+  private send(call: EndpointCall<HttpConfig>, target: Target, timeoutMs: number, done: (answered: boolean) => void): Promise<StreamedResponse> {
+    const { upstream } = call.config;
     const incoming = call.incoming;
     const span = call.trace.startSpan(call.method, {
       kind: 'client',
       attributes: { 'http.request.method': call.method, 'server.address': target.hostname, 'server.port': target.port },
     });
     const headers = this.headersOf(call, incoming, target, span);
-    const done = once(() => {
+    let over = false;
+    const end = (answered: boolean) => {
+      if (over) return;
+      over = true;
       span.end();
-      release();
-    });
+      done(answered);
+    };
     return new Promise<StreamedResponse>((resolve, reject) => {
       const fail = (err: GatewayError) => {
         span.setAttribute('error.type', err.code);
-        done();
+        end(false);
         reject(err);
       };
       const options = {
@@ -194,16 +235,18 @@ export class RequestForwarder {
       };
       const request = (target.secure ? https : http).request(options);
       let answered = false;
-      const stopWatching = call.onClientGone(() => request.destroy(new Error('the client closed the connection')));
+      const stopWatching = call.onClientGone(() => request.destroy(Object.assign(new Error('the client closed the connection'), { name: 'AbortError' })));
       // A socket silent this long, before the answer's head or within its body, ends the exchange.
-      request.setTimeout(upstream.timeout, () => {
-        if (!answered) fail(upstreamTimeout(upstream.timeout));
-        request.destroy(new Error(`the upstream was silent for ${upstream.timeout} ms`));
+      request.setTimeout(timeoutMs, () => {
+        // Still connecting: the request was never sent (another target may have it).
+        const connecting = request.socket?.connecting === true;
+        if (!answered) fail(upstreamTimeout(upstream.timeout, connecting ? Object.assign(new Error('connect timed out'), { event: 'connect' }) : undefined));
+        request.destroy(new Error(`the upstream was silent for ${timeoutMs} ms`));
       });
       request.once('error', (err: NodeJS.ErrnoException) => {
         stopWatching();
         if (!answered) fail(failure(err));
-        else done();
+        else end(true);
       });
       request.once('response', (response: IncomingMessage) => {
         answered = true;
@@ -211,7 +254,7 @@ export class RequestForwarder {
         span.setAttribute('http.response.status_code', status);
         response.once('close', () => {
           stopWatching();
-          done();
+          end(true);
         });
         if (bodiless(call.method, status)) response.resume();
         resolve(new StreamedResponse(response, headersBack(response.headers), status));
@@ -238,13 +281,4 @@ export class RequestForwarder {
     }
     return headers;
   }
-}
-
-function once(action: () => void): () => void {
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    action();
-  };
 }

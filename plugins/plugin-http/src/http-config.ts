@@ -8,13 +8,64 @@ const headerValue = z.string().regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'must be a hea
 const RESERVED = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'content-type', 'x-request-id']);
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
+/** The most targets one upstream may list. */
+const MAX_TARGETS = 32;
+
+const upstreamUrl = z.url({ protocol: /^(https?|wss?)$/, error: 'must be an http://, https://, ws:// or wss:// URL' });
 
 export const httpConfigSchema = z.strictObject({
   upstream: z
     .strictObject({
-      url: z
-        .url({ protocol: /^(https?|wss?)$/, error: 'must be an http://, https://, ws:// or wss:// URL' })
-        .describe('The upstream the request context is POSTed to, or (forward: request) the base the request is forwarded to (http or https).'),
+      url: upstreamUrl
+        .optional()
+        .describe('The upstream the request context is POSTed to, or (forward: request) the base the request is forwarded to (http or https). Or `targets`.'),
+      targets: z
+        .array(
+          z.union([
+            upstreamUrl,
+            z.strictObject({
+              url: upstreamUrl.describe('The target.'),
+              weight: z.number().int().min(1).max(1000).default(1).describe("The target's share of the calls, a positive integer (default 1)."),
+            }),
+          ]),
+        )
+        .min(1)
+        .max(MAX_TARGETS)
+        .optional()
+        .describe('Instead of `url`: several upstreams serving the same API, each a URL or { url, weight } (weight a positive integer, default 1).'),
+      balance: z
+        .enum(['round_robin', 'least_pending'])
+        .default('round_robin')
+        .describe('targets: round_robin (default; smooth, by weight) or least_pending (the target with the fewest calls running, by weight).'),
+      passive: z
+        .strictObject({
+          failures: z.number().int().min(1).default(3).describe('Failures in a row (no connection, timeout, 5xx) that leave a target out (default 3).'),
+          eject_for: durationMs.default(10_000).describe('How long a failing target is left out before one request tries it again (default 10s).'),
+        })
+        .default({ failures: 3, eject_for: 10_000 })
+        .describe('targets: passive health, from the calls themselves.'),
+      health: z
+        .strictObject({
+          path: z
+            .string()
+            .regex(/^\/[\x21-\x7e]*$/, 'must be a path starting with /')
+            .describe('The path probed on each target (GET; 2xx is healthy).'),
+          interval: durationMs.default(5_000).describe('Time between probes of one target (default 5s).'),
+          timeout: durationMs.default(2_000).describe('A probe without an answer this long failed (default 2s).'),
+          healthy: z.number().int().min(1).default(2).describe('Passing probes in a row that bring a target back (default 2).'),
+          unhealthy: z.number().int().min(1).default(2).describe('Failing probes in a row that take a target out (default 2).'),
+        })
+        .optional()
+        .describe('targets: active health probes of each target, by each instance (and each worker) on its own.'),
+      retries: z
+        .number()
+        .int()
+        .min(0)
+        .max(MAX_TARGETS)
+        .default(1)
+        .describe(
+          'targets: other targets a call sent but unanswered is tried on, for GET calls or idempotent endpoints only, within `timeout` (default 1). A call that could not be sent goes to another target whatever its method.',
+        ),
       forward: z
         .enum(['context', 'request'])
         .default('context')
@@ -71,3 +122,13 @@ export const httpConfigSchema = z.strictObject({
 });
 
 export type HttpConfig = z.infer<typeof httpConfigSchema>;
+export type UpstreamConfig = HttpConfig['upstream'];
+
+/** The upstream's URLs with their weights: its `targets`, or its one `url`. */
+export function targetsOf(upstream: UpstreamConfig): Array<{ url: string; weight: number }> {
+  if (!upstream.targets) return upstream.url === undefined ? [] : [{ url: upstream.url, weight: 1 }];
+  return upstream.targets.map((target) => (typeof target === 'string' ? { url: target, weight: 1 } : target));
+}
+
+/** The URL a single-URL upstream calls, or the first target (for the span attributes and checks made once). */
+export const firstUrl = (upstream: UpstreamConfig): string => upstream.url ?? targetsOf(upstream)[0]?.url ?? '';

@@ -3,7 +3,8 @@ import { describeHttpResponse } from './describe-response.js';
 import { FORWARD_METHODS, RequestForwarder, urlParams } from './forward-request.js';
 import { WebSocketRelay } from './websocket-relay.js';
 import { gotTransport } from './got-transport.js';
-import { httpConfigSchema, type HttpConfig } from './http-config.js';
+import { httpConfigSchema, targetsOf, type HttpConfig } from './http-config.js';
+import { TargetSets } from './targets.js';
 import { proxy, type Upstreams } from './proxy.js';
 import { readerTransport } from './reader-transport.js';
 import { undiciTransport } from './undici-transport.js';
@@ -42,10 +43,12 @@ const plugin: TkgatePlugin = {
     // reader (fewer copies and a flat memory bound: docs/performance.md) unless told otherwise.
     const passthrough = options.http_passthrough === 'transport' ? transport : readerTransport();
     const secretValue = (reference: SecretReference) => api.secrets.value(reference);
-    const upstreams: Upstreams = { json: transport, passthrough, secretValue };
-    const forwarder = new RequestForwarder(secretValue);
-    const sockets = new WebSocketRelay(secretValue);
+    const targets = new TargetSets({ log: api.log, metrics: api.metrics });
+    const upstreams: Upstreams = { json: transport, passthrough, secretValue, targets };
+    const forwarder = new RequestForwarder(secretValue, targets);
+    const sockets = new WebSocketRelay(secretValue, targets);
     api.onClose(() => {
+      targets.close();
       forwarder.close();
       sockets.close();
       if (passthrough !== transport) passthrough.close();
@@ -56,7 +59,21 @@ const plugin: TkgatePlugin = {
       type: 'http',
       configSchema: httpConfigSchema,
       // upstream.tls names files relative to the toolkit file: read and checked here, at load.
-      check: (config, env) => [...loadUpstreamTls(config.upstream, env.toolkitFile), ...forwardProblems(config, env.pathParams)],
+      check: (config, env) => {
+        const problems = targetProblems(config);
+        // The checks below read the URL(s): only once there is one to read.
+        if (problems.length > 0) return problems;
+        return [
+          ...loadUpstreamTls(
+            config.upstream,
+            targetsOf(config.upstream).map(({ url }) => url),
+            env.toolkitFile,
+          ),
+          ...forwardProblems(config, env.pathParams),
+        ];
+      },
+      // A version with targets stops its health probes once it is gone.
+      onRetire: (endpoint) => targets.retire(endpoint.key),
       warn: (config) => literalCredentials(config.upstream.headers),
       methods: (config) => (config.websocket ? ['GET'] : config.upstream.forward === 'request' ? FORWARD_METHODS : ['GET', 'POST']),
       execute: async (call) => {
@@ -74,22 +91,49 @@ const plugin: TkgatePlugin = {
   },
 };
 
-/** Keys of the context mode that mean nothing to a forwarded request. */
+/** `url` or `targets`, exactly one; the keys that only mean something with targets. */
+function targetProblems(config: HttpConfig): ConfigIssue[] {
+  const { upstream } = config;
+  if (upstream.url !== undefined && upstream.targets !== undefined)
+    return [{ path: ['upstream', 'targets'], message: 'url and targets are mutually exclusive: give one' }];
+  if (upstream.url === undefined && upstream.targets === undefined) return [{ path: ['upstream', 'url'], message: 'is required (or targets)' }];
+  if (upstream.targets === undefined && upstream.health !== undefined)
+    return [{ path: ['upstream', 'health'], message: 'is for targets: a single url is not balanced' }];
+  const seen = new Set<string>();
+  const problems: ConfigIssue[] = [];
+  targetsOf(upstream).forEach(({ url }, i) => {
+    if (seen.has(url)) problems.push({ path: ['upstream', 'targets', i], message: 'is listed twice' });
+    seen.add(url);
+  });
+  return problems;
+}
+
+/** Each URL of the upstream (its url, or each target's) with its key path. */
+function urlsOf(upstream: HttpConfig['upstream']): Array<[string, Array<string | number>]> {
+  if (!upstream.targets) return [[upstream.url!, ['upstream', 'url']]];
+  return upstream.targets.map((target, i) =>
+    typeof target === 'string' ? [target, ['upstream', 'targets', i]] : [target.url, ['upstream', 'targets', i, 'url']],
+  );
+}
+
+/** Keys of the context mode that mean nothing to a forwarded request; schemes and `{name}`s of every URL. */
 function forwardProblems(config: HttpConfig, pathParams: ReadonlySet<string>): ConfigIssue[] {
   const { upstream } = config;
   const problems: ConfigIssue[] = [];
   if (upstream.forward === 'request' && upstream.passthrough)
     problems.push({ path: ['upstream', 'passthrough'], message: 'forward: request always streams the answer as it is; passthrough is for forward: context' });
-  const ws = /^wss?:/.test(upstream.url);
-  if (config.websocket !== ws)
-    problems.push({
-      path: ['upstream', 'url'],
-      message: config.websocket ? 'a WebSocket endpoint needs a ws:// or wss:// URL' : 'ws:// and wss:// are for websocket: true',
-    });
-  for (const name of urlParams(upstream.url)) {
-    if (upstream.forward !== 'request' && !config.websocket)
-      problems.push({ path: ['upstream', 'url'], message: `{${name}} in the URL is for forward: request and websocket: true only` });
-    else if (!pathParams.has(name)) problems.push({ path: ['upstream', 'url'], message: `{${name}} is not a parameter of the endpoint's path` });
+  for (const [url, path] of urlsOf(upstream)) {
+    const ws = /^wss?:/.test(url);
+    if (config.websocket !== ws)
+      problems.push({
+        path,
+        message: config.websocket ? 'a WebSocket endpoint needs a ws:// or wss:// URL' : 'ws:// and wss:// are for websocket: true',
+      });
+    for (const name of urlParams(url)) {
+      if (upstream.forward !== 'request' && !config.websocket)
+        problems.push({ path, message: `{${name}} in the URL is for forward: request and websocket: true only` });
+      else if (!pathParams.has(name)) problems.push({ path, message: `{${name}} is not a parameter of the endpoint's path` });
+    }
   }
   return problems;
 }

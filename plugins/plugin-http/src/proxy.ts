@@ -9,8 +9,9 @@ import {
   type SecretReference,
 } from '@tkgate/core';
 import { UpstreamSpan, upstreamTarget, type SpanTarget } from './upstream-span.js';
-import type { HttpConfig } from './http-config.js';
-import { UpstreamFailure, type FailureReason } from './upstream-failure.js';
+import { firstUrl, type HttpConfig } from './http-config.js';
+import { acrossTargets, type AttemptFailure, type TargetSet, type TargetSets } from './targets.js';
+import { notSent, UpstreamFailure, type FailureReason } from './upstream-failure.js';
 import { tlsOf, type UpstreamTls } from './upstream-tls.js';
 import type { UpstreamAnswer, UpstreamRequest, UpstreamResponse, UpstreamTransport } from './upstream-transport.js';
 
@@ -30,6 +31,7 @@ function upstreamError(reason: Reason, cause: unknown, status?: number): Gateway
 
 /** A transport's failure as the 502 (transports fail only with UpstreamFailure; anything else is a connection fault). */
 function failed(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
   if (err instanceof UpstreamFailure) return upstreamError(err.reason, err, err.upstreamStatus);
   return upstreamError('connection', err);
 }
@@ -40,6 +42,8 @@ export interface Upstreams {
   passthrough: UpstreamTransport;
   /** The current value of a header's secret reference (PluginApi.secrets.value). */
   secretValue(reference: SecretReference): string;
+  /** The target sets of endpoints with `upstream.targets`. */
+  targets: TargetSets;
 }
 
 /** What every call of an endpoint sends the same way, made once per endpoint version (its config object). */
@@ -70,7 +74,7 @@ function fixedOf(upstream: HttpConfig['upstream']): Fixed {
       tls,
       headers: { ...literal, 'content-type': 'application/json', accept: upstream.passthrough ? '*/*' : 'application/json', 'user-agent': 'tkgate' },
       secretHeaders,
-      target: upstreamTarget(upstream.url),
+      target: upstreamTarget(firstUrl(upstream)),
       connectionGroup: JSON.stringify([tls?.id ?? '', ...credentials.sort(([a], [b]) => (a!.toLowerCase() < b!.toLowerCase() ? -1 : 1))]),
     };
     fixedParts.set(upstream, fixed);
@@ -84,10 +88,11 @@ function fixedOf(upstream: HttpConfig['upstream']): Fixed {
  * proxied request.
  */
 class ProxiedRequest implements UpstreamRequest {
-  readonly url: string;
+  /** The URL and the timeout of the attempt: with targets, each attempt sets its own. */
+  url: string;
   readonly headers: Record<string, string>;
   readonly body: string;
-  readonly timeoutMs: number;
+  timeoutMs: number;
   readonly streamed: boolean;
   readonly connectionGroup: string;
   readonly caller: number;
@@ -101,7 +106,7 @@ class ProxiedRequest implements UpstreamRequest {
   ) {
     const { upstream } = call.config;
     const fixed = fixedOf(upstream);
-    this.url = upstream.url;
+    this.url = upstream.url ?? '';
     // The trace context is the gateway's own (the upstream call's span), whatever the client sent: every transport sends these headers.
     this.headers = { ...fixed.headers, 'x-request-id': call.requestId, traceparent: span.traceparent };
     if (span.tracestate !== undefined) this.headers.tracestate = span.tracestate;
@@ -124,6 +129,48 @@ class ProxiedRequest implements UpstreamRequest {
     return this.call.onClientGone(listener);
   }
 }
+
+/** A transport's failure as the balancer sees it: was the request sent, and how did it end. */
+export function attemptFailure(err: unknown): AttemptFailure {
+  if (!(err instanceof UpstreamFailure)) return { outcome: 'failed', sent: true };
+  if (err.reason === 'aborted') return { outcome: 'aborted', sent: true };
+  if (notSent(err)) return { outcome: 'not_sent', sent: false };
+  if (err.reason === 'timeout') return { outcome: 'timeout', sent: true };
+  if (err.reason === 'connection' && err.upstreamStatus === undefined) return { outcome: 'failed', sent: true };
+  return { outcome: 'invalid', sent: true };
+}
+
+/**
+ * One call of the request through `send`: to the one URL (tried once more when it failed for want of a
+ * connection and the endpoint is idempotent), or across the endpoint's targets.
+ */
+function attempts<T extends { status: number }>(
+  call: EndpointCall<HttpConfig>,
+  request: ProxiedRequest,
+  set: TargetSet | undefined,
+  span: UpstreamSpan,
+  send: () => Promise<T>,
+): Promise<T> {
+  if (set) {
+    // A GET (or an idempotent endpoint's call) may be sent again to another target.
+    const retrySent = call.method === 'GET' || call.config.upstream.idempotent;
+    return acrossTargets(
+      set,
+      retrySent,
+      request.timeoutMs,
+      (target, ms) => {
+        request.url = target.url;
+        request.timeoutMs = ms;
+        span.at(target.span);
+        return send();
+      },
+      statusOfAnswer,
+      attemptFailure,
+    );
+  }
+  return request.idempotent ? onceMore(send) : send();
+}
+const statusOfAnswer = (answer: { status: number }) => answer.status;
 
 /**
  * A call that failed for want of a connection before any answer, tried once more: only for an endpoint
@@ -155,13 +202,21 @@ export async function proxy(upstreams: Upstreams, call: EndpointCall<HttpConfig>
     span.end();
     releaseGate();
   };
+  // Only an endpoint with targets pays for them.
+  const set = upstream.targets ? upstreams.targets.of(call.endpoint, upstream) : undefined;
   let streaming = false;
   try {
-    if (!upstream.passthrough) return checkedJson(await fetchWhole(upstreams.json, request, upstream.max_response_bytes, span));
+    if (!upstream.passthrough) {
+      const transport = upstreams.json;
+      const maxBytes = upstream.max_response_bytes;
+      const send =
+        set || request.idempotent ? attempts(call, request, set, span, () => transport.fetchWhole(request, maxBytes)) : transport.fetchWhole(request, maxBytes);
+      return checkedJson(await fetchWhole(send, span));
+    }
     let response: UpstreamResponse;
     try {
       const transport = upstreams.passthrough;
-      response = await (request.idempotent ? onceMore(() => transport.post(request)) : transport.post(request));
+      response = await (set || request.idempotent ? attempts(call, request, set, span, () => transport.post(request)) : transport.post(request));
     } catch (err) {
       throw span.failed(failed(err));
     }
@@ -203,10 +258,10 @@ function passthrough(response: UpstreamResponse, release: Release): StreamedResp
 }
 
 /** The upstream's whole 2xx answer, or the 502 that says why there is none. */
-async function fetchWhole(transport: UpstreamTransport, request: ProxiedRequest, maxBytes: number, span: UpstreamSpan): Promise<UpstreamAnswer> {
+async function fetchWhole(sent: Promise<UpstreamAnswer>, span: UpstreamSpan): Promise<UpstreamAnswer> {
   let answer: UpstreamAnswer;
   try {
-    answer = await (request.idempotent ? onceMore(() => transport.fetchWhole(request, maxBytes)) : transport.fetchWhole(request, maxBytes));
+    answer = await sent;
   } catch (err) {
     throw failed(err);
   }

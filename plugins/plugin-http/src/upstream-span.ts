@@ -27,6 +27,13 @@ export class UpstreamSpan {
     this.child = trace.startSpan('POST', { kind: 'client', attributes: target });
   }
 
+  /** The attempt's target (upstream.targets): the span names the URL the call went to last. */
+  at(target: SpanTarget): void {
+    this.child.setAttribute('server.address', target['server.address']!);
+    this.child.setAttribute('server.port', target['server.port']!);
+    this.child.setAttribute('url.full', target['url.full']!);
+  }
+
   answered(status: number): void {
     this.child.setAttribute('http.response.status_code', status);
   }

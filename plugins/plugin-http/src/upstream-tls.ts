@@ -76,11 +76,11 @@ function certificates(pem: Buffer): void {
 }
 
 /** Reads and checks the files of `upstream.tls`; issues name their key (paths relative to the endpoint). */
-export function loadUpstreamTls(upstream: { url: string; tls?: UpstreamTlsConfig | undefined }, toolkitFile: string): ConfigIssue[] {
+export function loadUpstreamTls(upstream: { tls?: UpstreamTlsConfig | undefined }, urls: readonly string[], toolkitFile: string): ConfigIssue[] {
   const config = upstream.tls;
   if (!config) return [];
   const at = (key: string) => ['upstream', 'tls', key];
-  if (!upstream.url.startsWith('https:')) return [{ path: ['upstream', 'tls'], message: 'is only for https:// upstream URLs' }];
+  if (!urls.every((url) => url.startsWith('https:'))) return [{ path: ['upstream', 'tls'], message: 'is only for https:// upstream URLs' }];
   const issues: ConfigIssue[] = [];
   const contents: Partial<Record<(typeof FILES)[number], Buffer>> = {};
   for (const key of FILES) {

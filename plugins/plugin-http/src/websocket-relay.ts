@@ -3,7 +3,9 @@ import type { IncomingMessage } from 'node:http';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { contextHeader } from './forward-request.js';
 import { configuredHeaders, type SecretValue } from './configured-headers.js';
-import type { HttpConfig } from './http-config.js';
+import { firstUrl, type HttpConfig } from './http-config.js';
+import { acrossTargets, type AttemptFailure, type TargetSets } from './targets.js';
+import { neverConnected } from './upstream-failure.js';
 import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
 
 /**
@@ -68,6 +70,17 @@ function upstreamUrl(url: string, params: Record<string, unknown> | undefined): 
   return params ? url.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => String(params[name])) : url;
 }
 
+/** A failed handshake as the balancer sees it: a 5xx answer, no connection, a timeout. */
+function handshakeFailure(err: unknown): AttemptFailure {
+  const cause = (err as { cause?: { name?: string; status?: number } }).cause;
+  if (cause?.name === 'AbortError') return { outcome: 'aborted', sent: true };
+  if (neverConnected(cause)) return { outcome: 'not_sent', sent: false };
+  if ((err as GatewayError).status === 504) return { outcome: 'timeout', sent: true };
+  // An answer other than 101 is an answer: not retried, and only a 5xx counts against the target.
+  if (cause?.status !== undefined) return { outcome: cause.status >= 500 ? 'status_5xx' : 'invalid', sent: true };
+  return { outcome: 'failed', sent: true };
+}
+
 export class WebSocketRelay {
   private readonly open = new Set<Pair>();
   /** One handshake server per max_message_bytes value (not one per socket): ws keeps the limit per server. */
@@ -76,7 +89,10 @@ export class WebSocketRelay {
   private sweeper: NodeJS.Timeout | undefined;
   private lastPing = Date.now();
 
-  constructor(private readonly secretValue: SecretValue) {}
+  constructor(
+    private readonly secretValue: SecretValue,
+    private readonly targets: TargetSets,
+  ) {}
 
   /** The gateway stops: every relayed socket ends. */
   close(): void {
@@ -122,7 +138,10 @@ export class WebSocketRelay {
     const { upstream, max_message_bytes: maxBytes, idle_timeout: idleMs } = call.config;
     const offered = upgrade.request.headers['sec-websocket-protocol'];
     const protocols = offered ? offered.split(',').map((protocol) => protocol.trim()) : [];
-    const span = call.trace.startSpan('GET', { kind: 'client', attributes: { 'http.request.method': 'GET', 'url.scheme': new URL(upstream.url).protocol } });
+    const span = call.trace.startSpan('GET', {
+      kind: 'client',
+      attributes: { 'http.request.method': 'GET', 'url.scheme': new URL(firstUrl(upstream)).protocol },
+    });
     const headers: Record<string, string> = {
       ...configuredHeaders(upstream.headers, this.secretValue),
       'tkgate-context': contextHeader(call.context, true),
@@ -130,35 +149,24 @@ export class WebSocketRelay {
       traceparent: span.traceparent,
     };
     if (span.tracestate !== undefined) headers.tracestate = span.tracestate;
-    const url = upstreamUrl(upstream.url, call.context.path_params as Record<string, unknown> | undefined);
-    const secure = url.startsWith('wss:');
-    const far = new WebSocket(url, protocols, {
-      headers,
-      maxPayload: maxBytes,
-      autoPong: false,
-      perMessageDeflate: false,
-      handshakeTimeout: upstream.timeout,
-      ...(secure ? tlsConnectOptions(tlsOf(upstream), new URL(url).hostname) : {}),
-    });
+    const params = call.context.path_params as Record<string, unknown> | undefined;
+    const open = (url: string, timeoutMs: number) => this.connect(call, upstreamUrl(url, params), protocols, headers, timeoutMs);
+    let far: WebSocket;
     try {
-      await new Promise<void>((resolve, reject) => {
-        far.once('open', resolve);
-        far.once('error', reject);
-        far.once('unexpected-response', (_req, res) => {
-          res.resume();
-          reject(Object.assign(new Error(`the upstream answered the handshake with ${res.statusCode}`), { status: res.statusCode }));
-        });
-        call.onClientGone(() => reject(new Error('the client closed the connection')));
-      });
+      // An upgrade is a GET: a handshake that got no answer may go to another target too.
+      far = upstream.targets
+        ? await acrossTargets(
+            this.targets.of(call.endpoint, upstream),
+            true,
+            upstream.timeout,
+            (target, ms) => open(target.url, ms),
+            () => 101,
+            handshakeFailure,
+          )
+        : await open(upstream.url!, upstream.timeout);
     } catch (err) {
-      far.terminate();
       span.end(err);
-      const timedOut = /timed out/i.test((err as Error).message);
-      if (timedOut) throw new GatewayError(504, 'upstream_timeout', 'the upstream did not answer in time', { cause: err });
-      throw new GatewayError(502, 'upstream_error', 'the upstream did not take the WebSocket', {
-        details: { reason: 'connection', ...((err as { status?: number }).status ? { upstream_status: (err as { status?: number }).status } : {}) },
-        cause: err,
-      });
+      throw err;
     }
     far.removeAllListeners('error');
     const near = await new Promise<WebSocket>((resolve) => {
@@ -169,6 +177,46 @@ export class WebSocketRelay {
     // The session or key this socket was opened with ended (anywhere): both sides close with 4401.
     upgrade.onCredentialEnd(() => closeWith(near, 4401, 'session_ended'));
     return UPGRADED;
+  }
+
+  /** The upstream's socket, open; or the GatewayError that says why not (the socket terminated). */
+  private async connect(
+    call: EndpointCall<HttpConfig>,
+    url: string,
+    protocols: string[],
+    headers: Record<string, string>,
+    timeoutMs: number,
+  ): Promise<WebSocket> {
+    const { upstream, max_message_bytes: maxBytes } = call.config;
+    const secure = url.startsWith('wss:');
+    const far = new WebSocket(url, protocols, {
+      headers,
+      maxPayload: maxBytes,
+      autoPong: false,
+      perMessageDeflate: false,
+      handshakeTimeout: timeoutMs,
+      ...(secure ? tlsConnectOptions(tlsOf(upstream), new URL(url).hostname) : {}),
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        far.once('open', resolve);
+        far.once('error', reject);
+        far.once('unexpected-response', (_req, res) => {
+          res.resume();
+          reject(Object.assign(new Error(`the upstream answered the handshake with ${res.statusCode}`), { status: res.statusCode }));
+        });
+        call.onClientGone(() => reject(Object.assign(new Error('the client closed the connection'), { name: 'AbortError' })));
+      });
+    } catch (err) {
+      far.terminate();
+      const timedOut = /timed out/i.test((err as Error).message);
+      if (timedOut) throw new GatewayError(504, 'upstream_timeout', 'the upstream did not answer in time', { cause: err });
+      throw new GatewayError(502, 'upstream_error', 'the upstream did not take the WebSocket', {
+        details: { reason: 'connection', ...((err as { status?: number }).status ? { upstream_status: (err as { status?: number }).status } : {}) },
+        cause: err,
+      });
+    }
+    return far;
   }
 
   /** Relays both ways until either side closes; the shared sweep sees to idle time and keep-alive pings. */

@@ -1,7 +1,15 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { gotTransport, readerTransport, undiciTransport, UpstreamFailure, type UpstreamRequest, type UpstreamTransport } from '@tkgate/plugin-http/upstream';
+import {
+  gotTransport,
+  notSent,
+  readerTransport,
+  undiciTransport,
+  UpstreamFailure,
+  type UpstreamRequest,
+  type UpstreamTransport,
+} from '@tkgate/plugin-http/upstream';
 import { eventually } from '../../support/eventually.js';
 import { bodyOf } from '../../support/upstream-bodies.js';
 import { onRequests } from '../raw-requests.js';
@@ -195,6 +203,25 @@ describe('upstream transports: one conformance suite', () => {
         const before = seen.get('/cut-post') ?? 0;
         expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/cut-post`, { group }), 1000))).to.equal('connection');
         expect((seen.get('/cut-post') ?? 0) - before, 'requests the upstream received').to.equal(1);
+      });
+
+      it('says which failures were never sent (upstream.targets may send those elsewhere, whatever the method)', async () => {
+        const failureOf = (pending: Promise<unknown>) =>
+          pending.then(
+            () => undefined,
+            (thrown: unknown) => thrown,
+          );
+        for (const streamed of [false, true]) {
+          const send = (request: UpstreamRequest) => (streamed ? transport.post(request) : transport.fetchWhole(request, 1000));
+          // Refused: nothing reached an upstream.
+          expect(notSent(await failureOf(send(requestTo(refused, { streamed })))), 'refused').to.equal(true);
+          // Received and never answered, or cut once read: it may have run.
+          expect(notSent(await failureOf(send(requestTo(`${base}/slow`, { streamed, timeoutMs: 300 })))), 'unanswered').to.equal(false);
+          const group = `unsent-${name}-${streamed}`;
+          expect((await transport.fetchWhole(requestTo(`${base}/cut-post`, { group }), 1000)).status).to.equal(200);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          expect(notSent(await failureOf(transport.fetchWhole(requestTo(`${base}/cut-post`, { group }), 1000))), 'cut after reading').to.equal(false);
+        }
       });
 
       /** The connection an answer came on, in both modes. */

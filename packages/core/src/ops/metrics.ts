@@ -54,6 +54,8 @@ export const noMetrics: GatewayMetrics = {
   runEnded: () => undefined,
   runs: () => undefined,
   gauge: () => undefined,
+  counter: () => () => () => undefined,
+  labelledGauge: () => undefined,
 };
 
 export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
@@ -136,8 +138,38 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
       },
     });
   };
+  const counter = (name: string, help: string, labelNames: readonly string[]) => {
+    const tallied = new TalliedCounter(registry, name, help, labelNames);
+    return (labelValues: readonly string[]) => {
+      const series = tallied.seriesOf(labelValues);
+      return () => {
+        series.count += 1;
+      };
+    };
+  };
+  const labelledGauge = (
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    read: () => Iterable<readonly [readonly string[], number]>,
+    aggregator: 'sum' | 'min' | 'max' = 'sum',
+  ) => {
+    new Gauge({
+      name,
+      help,
+      labelNames: [...labelNames],
+      registers,
+      aggregator,
+      collect() {
+        this.reset();
+        for (const [values, value] of read()) this.set(Object.fromEntries(labelNames.map((label, i) => [label, values[i] ?? ''])), value);
+      },
+    });
+  };
   return {
     registry,
+    counter,
+    labelledGauge,
     request: (route, status, seconds) => {
       requests.inc([route, status]);
       durations.observe([route], seconds);

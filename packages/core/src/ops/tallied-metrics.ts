@@ -60,6 +60,11 @@ export class TalliedCounter {
   inc(labelValues: readonly (string | number)[]): void {
     this.series.get(labelValues).count += 1;
   }
+
+  /** One series, to be counted with `series.count += 1` and no label lookup per call. */
+  seriesOf(labelValues: readonly (string | number)[]): { count: number } {
+    return this.series.get(labelValues);
+  }
 }
 
 interface Buckets {

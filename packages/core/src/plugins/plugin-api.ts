@@ -270,6 +270,22 @@ export interface PayloadFields {
 export interface PluginMetrics {
   /** A gauge read at every scrape, e.g. `tkgate_exec_running` (summed over cluster workers). */
   gauge(name: string, help: string, read: () => number): void;
+  /**
+   * (1.5) A counter with labels. Returns, for one set of label values, the function that counts one: bind it
+   * once (per target, per outcome) and call it per request, with no label lookup on the request path.
+   */
+  counter(name: string, help: string, labelNames: readonly string[]): (labelValues: readonly string[]) => () => void;
+  /**
+   * (1.5) A gauge with labels, read at every scrape: `read` gives each series' label values and value.
+   * `aggregator` says how cluster workers' values combine (default sum).
+   */
+  labelledGauge(
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    read: () => Iterable<readonly [readonly string[], number]>,
+    aggregator?: 'sum' | 'min' | 'max',
+  ): void;
 }
 
 export interface ConfigIssue {

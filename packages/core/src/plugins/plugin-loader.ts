@@ -12,7 +12,7 @@ import { PluginMiddlewareSet } from './plugin-middleware.js';
 import type { Secrets } from '../secrets/secrets.js';
 
 /** Where a plugin's gauges go when the gateway keeps no metrics (config check). */
-const noPluginMetrics: PluginMetrics = { gauge: () => undefined };
+const noPluginMetrics: PluginMetrics = { gauge: () => undefined, counter: () => () => () => undefined, labelledGauge: () => undefined };
 
 export class PluginError extends Error {
   override name = 'PluginError';
