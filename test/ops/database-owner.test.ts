@@ -21,6 +21,18 @@ function ownersIn(dir: string): Record<string, number> {
   return Object.fromEntries(readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((name) => [name, statSync(path.join(dir, name)).uid]));
 }
 
+/** The service user starts the gateway on the database and alice (added before) signs in: a write. */
+async function expectServiceWrites(cwd: string, config: Record<string, unknown>): Promise<void> {
+  const gateway = await startGateway({ cwd, config, user: NOBODY });
+  try {
+    const login = await call('POST', `${gateway.base}/auth/login`, { body: { username: 'alice', password: 'alice-password' } });
+    expect(login.status, JSON.stringify(login.body)).to.equal(200);
+    expect(gateway.logs.some((line) => line.msg === 'the database refuses writes')).to.equal(false);
+  } finally {
+    expect(await gateway.stop()).to.equal(0);
+  }
+}
+
 describe('a CLI command or `tkgate start` run as root keeps the SQLite database its service user owns', function () {
   this.timeout(120_000);
   before(function () {
@@ -49,14 +61,7 @@ describe('a CLI command or `tkgate start` run as root keeps the SQLite database 
       JSON.stringify(owners),
     ).to.equal(true);
 
-    const gateway = await startGateway({ cwd: etc, config: { db, toolkits: { dir: toolkits, watch: false } }, user: NOBODY });
-    try {
-      const login = await call('POST', `${gateway.base}/auth/login`, { body: { username: 'alice', password: 'alice-password' } });
-      expect(login.status, JSON.stringify(login.body)).to.equal(200);
-      expect(gateway.logs.some((line) => line.msg === 'the database refuses writes')).to.equal(false);
-    } finally {
-      expect(await gateway.stop()).to.equal(0);
-    }
+    await expectServiceWrites(etc, { db, toolkits: { dir: toolkits, watch: false } });
   });
 
   it("root runs `tkgate start` on a database directory owned by the service user: the file, -wal and -shm stay that user's, running and stopped", async () => {
@@ -91,14 +96,7 @@ describe('a CLI command or `tkgate start` run as root keeps the SQLite database 
     // The service user can write it afterwards.
     const added = await runCli(['user', 'add', 'alice', '--password-stdin', '--config', config], { stdin: 'alice-password\n' });
     expect(added.code, added.stderr).to.equal(0);
-    const gateway = await startGateway({ cwd: etc, config: { db, toolkits: { dir: toolkits, watch: false } }, user: NOBODY });
-    try {
-      const login = await call('POST', `${gateway.base}/auth/login`, { body: { username: 'alice', password: 'alice-password' } });
-      expect(login.status, JSON.stringify(login.body)).to.equal(200);
-      expect(gateway.logs.some((line) => line.msg === 'the database refuses writes')).to.equal(false);
-    } finally {
-      expect(await gateway.stop()).to.equal(0);
-    }
+    await expectServiceWrites(etc, { db, toolkits: { dir: toolkits, watch: false } });
   });
 
   it('a gateway whose SQLite file it cannot write says so at start, as an error with the cause, and /readyz names it', async () => {
