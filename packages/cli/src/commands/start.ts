@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, serve, StartCancelled, withdrawConfigEnvironment, type Logger, type Serving } from '@tkgate/core';
+import { ConfigError, createLogger, keepSqliteOwner, serve, StartCancelled, withdrawConfigEnvironment, type Logger, type Serving } from '@tkgate/core';
 import { makeGatewayNotDumpable } from '@tkgate/plugin-exec';
 import { UsageError } from '../cli-error.js';
 import { VERSION } from '../version.js';
@@ -67,10 +67,14 @@ export const start: Command = {
     // Its other variables: the process is closed to other processes of its user (the primary of server.workers too).
     if (config.plugins.includes('@tkgate/plugin-exec')) makeGatewayNotDumpable(log);
     signals.attach(log);
+    // Run as root on the service user's SQLite file: what the start creates (the file on a first run, its -wal and
+    // -shm, kept while the gateway runs) is given to that user once it serves, and again once it stopped.
+    const restoreOwner = keepSqliteOwner(config.db);
     let gateway: Serving;
     try {
       gateway = await serve(config, log, { version: VERSION, signal: signals.signal, workerEnv: withdrawn.values });
     } catch (err) {
+      restoreOwner();
       if (err instanceof StartCancelled) {
         log.info('stopped during start-up', { signal: signals.signalName() });
         // Everything started is closed; only a connect to a database that never answers may be left,
@@ -79,10 +83,12 @@ export const start: Command = {
       }
       throw err instanceof ConfigError ? err : new Error(`cannot start: ${(err as Error).message}`);
     }
+    restoreOwner();
     signals.attach(log, gateway);
     const signal = await signals.stopped;
     log.info('stopping', { signal });
     await gateway.stop();
+    restoreOwner();
     return 0;
   },
 };
