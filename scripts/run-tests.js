@@ -7,7 +7,14 @@ import { spawnSync } from 'node:child_process';
 
 const ALL = 'build/test/**/*.test.js';
 /** Files that must not share the machine with another suite (keep in step with DEVELOPERS.md "Test tiers"). */
-const SERIAL = ['build/test/bench/**/*.test.js', 'build/test/toolkits/hot-reload.test.js', 'build/test/toolkits/reload-resilience.test.js'];
+const SERIAL = [
+  'build/test/bench/**/*.test.js',
+  'build/test/toolkits/hot-reload.test.js',
+  'build/test/toolkits/reload-resilience.test.js',
+  // Both build the release into build/release: at once, one deletes what the other packs.
+  'build/test/release/release.test.js',
+  'build/test/release/image.test.js',
+];
 
 const jobs = process.env.TKGATE_TEST_JOBS ?? '2';
 const mocha = (args) => spawnSync(process.execPath, ['node_modules/mocha/bin/mocha.js', ...args], { stdio: 'inherit' }).status ?? 1;

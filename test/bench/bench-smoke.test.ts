@@ -11,6 +11,8 @@ interface Row {
   non2xx?: number;
   errors?: number;
   peak_rss_mb?: number;
+  p50?: number;
+  kb_per_pair?: number;
   rss_empty_mb?: number;
 }
 
@@ -27,7 +29,7 @@ describe('npm run bench -- --smoke', function () {
     expect(code).to.equal(0);
     const report = JSON.parse(readFileSync(path.join(out, 'latest.json'), 'utf8')) as { results: Array<{ scenario: string; rows: Row[] }> };
     const scenarios = report.results.map((r) => r.scenario.split('.')[0]);
-    for (const number of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11']) expect(scenarios, number).to.include(number);
+    for (const number of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16']) expect(scenarios, number).to.include(number);
 
     const proxyRows = report.results.find((r) => r.scenario.startsWith('3.'))!.rows.map((row) => row.name);
     for (const peer of [
@@ -46,6 +48,15 @@ describe('npm run bench -- --smoke', function () {
       if (result.scenario.startsWith('7')) {
         expect(result.rows[0]!.peak_rss_mb, result.scenario).to.be.a('number').above(0);
         expect(result.rows[0]!.rss_empty_mb).to.be.a('number').above(0);
+        continue;
+      }
+      if (result.scenario.startsWith('13.')) {
+        // Runs: latencies of sequential calls and of lines reaching followers, not a load.
+        for (const row of result.rows) expect(row.p50, `${result.scenario} / ${row.name}`).to.be.a('number').at.least(0);
+        continue;
+      }
+      if (result.scenario.startsWith('16.')) {
+        for (const row of result.rows) expect(row.kb_per_pair, `${result.scenario} / ${row.name}`).to.be.a('number').above(0);
         continue;
       }
       if (result.scenario.startsWith('6')) continue; // a one-second storm may finish no argon2id login on a busy machine

@@ -83,7 +83,7 @@ for (const dialect of dialects) {
       const reply = await toolkitClient(base(), token).post('ops', 'deploy', {});
       expect(reply.status).to.equal(202);
       const { run_id: id, status, links } = reply.body.data;
-      expect(id).to.match(/^[A-Za-z0-9_-]{22}$/);
+      expect(id).to.match(/^[0-9a-f]{32}$/);
       expect(status).to.equal('queued');
       expect(links).to.deep.equal({ self: `/api/runs/${id}`, output: `/api/runs/${id}/output`, cancel: `/api/runs/${id}/cancel` });
       expect(reply.headers.get('location')).to.equal(`/api/runs/${id}`);

@@ -28,8 +28,11 @@ const EXPIRY_CHECK_MS = 1_000;
 /** The most a dry run's output shown to approvers holds. */
 export const DRY_RUN_OUTPUT_BYTES = 65_536;
 
-/** Run ids: 128 random bits, base64url (22 characters). */
-export const newRunId = (): string => randomBytes(16).toString('base64url');
+/**
+ * Run ids: 128 random bits in hex (32 characters). Not base64url: an id starting with `-` read as an option by
+ * `tkgate runs show|cancel|approve ID` (one run in 32), and ids are typed and pasted by people.
+ */
+export const newRunId = (): string => randomBytes(16).toString('hex');
 
 /** A run going on here. */
 interface LocalRun {
