@@ -16,7 +16,11 @@ const RUN_ACCEPTED: JsonSchema = {
   required: ['run_id', 'status', 'links'],
   properties: {
     run_id: { type: 'string' },
-    status: { type: 'string', enum: ['queued', 'awaiting_approval'], description: 'awaiting_approval when the endpoint needs approval (docs/runs.md, Approvals)' },
+    status: {
+      type: 'string',
+      enum: ['queued', 'awaiting_approval'],
+      description: 'awaiting_approval when the endpoint needs approval (docs/runs.md, Approvals)',
+    },
     links: { type: 'object', properties: { self: { type: 'string' }, output: { type: 'string' }, cancel: { type: 'string' } } },
   },
 };
