@@ -133,9 +133,10 @@ for (const run of transportRuns) {
       // At most 1 MiB in flight and the socket's buffers, never the body. Unlike the http:// reader's reused
       // buffers (16 MB there), TLS allocates each 16 KiB record's bytes afresh, and that garbage waits for GC:
       // seen +0.1 to +16 MB for 300 MB on this shared machine. The bound itself is what the next test checks:
-      // without it, a client pausing for a second let the gateway grow by 70 MB.
-      expect(growth100).to.be.below(32);
-      expect(growth300).to.be.below(32);
+      // without it, a client pausing for a second let the gateway grow by 70 MB. 64 MB: a body held in memory would
+      // be +100 and +300 MB, and with another suite beside it (npm test runs two at a time) GC comes later (+32.6 MB seen).
+      expect(growth100).to.be.below(64);
+      expect(growth300).to.be.below(64);
     });
 
     it('a client that stops reading mid-download over https gets every byte once it reads on, and gateway memory stays flat meanwhile', async () => {
