@@ -1,4 +1,8 @@
+import { expect } from 'chai';
+import { eventually } from '../support/eventually.js';
 import { scriptWriter } from '../support/executables.js';
+import type { GatewayProcess } from '../support/gateway-process.js';
+import { call, toolkitClient } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
 
 /** The commands of the suites that run runs on several instances, and the directory they write their marks to. */
@@ -20,3 +24,23 @@ export function runCommands(prefix: string) {
 }
 
 export const ENDED = ['succeeded', 'failed', 'timed_out', 'cancelled', 'lost'];
+
+/** The calls of those suites, as the signed-in user whose token `tokenOf` gives: start a run, read it, wait for its end. */
+export function runCalls(tokenOf: () => string, deadlineMs: number) {
+  const ask = async (gateway: GatewayProcess, endpoint: string) => {
+    const reply = await toolkitClient(gateway.base, tokenOf()).post('ops', endpoint, {});
+    expect(reply.status, JSON.stringify(reply.body)).to.equal(202);
+    return reply.body.data.run_id as string;
+  };
+  const runOn = async (gateway: GatewayProcess, id: string) => (await call('GET', `${gateway.base}/runs/${id}`, { token: tokenOf() })).body.data;
+  const ended = (gateway: GatewayProcess, id: string) =>
+    eventually(
+      `run ${id} ends`,
+      async () => {
+        const run = await runOn(gateway, id);
+        return ENDED.includes(run.status) ? run : undefined;
+      },
+      deadlineMs,
+    );
+  return { ask, runOn, ended };
+}

@@ -6,11 +6,11 @@ import { eventually } from '../support/eventually.js';
 import { alive } from '../support/executables.js';
 import { passwordOf } from '../support/fixtures.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
-import { call, loginToken, toolkitClient } from '../support/http.js';
+import { call, loginToken } from '../support/http.js';
 import { SseFollower } from '../support/sse-client.js';
 import { withDatabase } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
-import { ENDED, runCommands } from './run-commands.js';
+import { runCalls, runCommands } from './run-commands.js';
 
 const { marks, ticker, serial, once } = runCommands('tkgate-runs-scale');
 
@@ -43,21 +43,7 @@ for (const dialect of dialects) {
     let a: GatewayProcess;
     let b: GatewayProcess;
     let token: string;
-    const ask = async (gateway: GatewayProcess, endpoint: string) => {
-      const reply = await toolkitClient(gateway.base, token).post('ops', endpoint, {});
-      expect(reply.status, JSON.stringify(reply.body)).to.equal(202);
-      return reply.body.data.run_id as string;
-    };
-    const runOn = async (gateway: GatewayProcess, id: string) => (await call('GET', `${gateway.base}/runs/${id}`, { token })).body.data;
-    const ended = (gateway: GatewayProcess, id: string) =>
-      eventually(
-        `run ${id} ends`,
-        async () => {
-          const run = await runOn(gateway, id);
-          return ENDED.includes(run.status) ? run : undefined;
-        },
-        30_000,
-      );
+    const { ask, ended } = runCalls(() => token, 30_000);
     /** The gateway running a run, by its command's parent process; and the other one. */
     const placed = async (id: string): Promise<[GatewayProcess, GatewayProcess, number]> => {
       const file = path.join(marks, `${id}.gateway`);
