@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { claimPurge, purgeIntervalMs } from '../audit/audit-retention.js';
 import type { Database } from '../db/connect.js';
 import { lockRow, writeTransaction } from '../db/write-transaction.js';
+import { KeyedBatches } from './run-intake.js';
 import { ENDED_STATUSES, RUN_COLUMNS, toRunRow, type RunDecision, type RunReason, type RunRow, type RunStatus } from './run-record.js';
 
 /** A queue's name: the endpoint's toolkit, path and method, hashed to a fixed width. */
@@ -121,56 +122,113 @@ function approverOf(query: Knex.QueryBuilder, viewer: Viewer): Knex.QueryBuilder
 }
 
 /**
- * Takes a queue's lock row for the rest of the transaction: runs of one queue are counted and claimed by one
- * instance at a time, on every database (an UPDATE locks the row on MariaDB and PostgreSQL; on SQLite the first
- * write takes the database's write lock). The row is made on first use.
+ * Takes a lock row for the rest of the transaction, on every database (an UPDATE locks the row on MariaDB and
+ * PostgreSQL; on SQLite the first write takes the database's write lock). The row is made on first use. A queue
+ * has two: its claim lock (the queue's name), under which its running runs are counted and claimed by one instance
+ * at a time, and its intake lock (`intakeLockOf`), under which its waiting runs are counted and new ones recorded.
+ * They are apart because neither needs the other: a claim only lowers the count a submit makes, and a run recorded
+ * meanwhile is claimed on the next look. Together, a burst of submits waited behind every claim's writes.
  */
-async function lockQueue(trx: Knex.Transaction, queue: string, now: number): Promise<void> {
-  if (Number(await trx('tkgate_run_queues').where({ queue }).update({ claimed_at: now })) > 0) return;
-  await trx('tkgate_run_queues').insert({ queue, claimed_at: now }).onConflict('queue').ignore();
-  await trx('tkgate_run_queues').where({ queue }).update({ claimed_at: now });
+async function lockQueue(trx: Knex.Transaction, lock: string, now: number): Promise<void> {
+  if (Number(await trx('tkgate_run_queues').where({ queue: lock }).update({ claimed_at: now })) > 0) return;
+  await trx('tkgate_run_queues').insert({ queue: lock, claimed_at: now }).onConflict('queue').ignore();
+  await trx('tkgate_run_queues').where({ queue: lock }).update({ claimed_at: now });
+}
+
+/** A queue's intake lock: a row of tkgate_run_queues of its own, as wide as a queue's name. */
+const intakeLockOf = (queue: string): string => createHash('sha256').update(`intake\0${queue}`).digest('hex');
+
+/** Runs recorded in one statement at most: well under every database's limit of bound values per statement. */
+const INTAKE_BATCH = 50;
+
+/** A run asked for, and its queue's `max_queued`. */
+interface Submission {
+  run: NewRun;
+  maxQueued: number;
+}
+
+/** A new run's row. */
+function runRow(run: NewRun, queue: string): Record<string, unknown> {
+  const approval = run.approval;
+  return {
+    id: run.id,
+    toolkit: run.toolkit,
+    endpoint: run.endpoint,
+    method: run.method,
+    queue,
+    concurrency_key: run.concurrencyKey,
+    status: approval ? 'awaiting_approval' : 'queued',
+    user_id: run.userId,
+    username: run.username,
+    actor: run.actor,
+    request_id: run.requestId,
+    view_power: run.viewPower,
+    cancel_power: run.cancelPower,
+    queued_at: run.queuedAt,
+    payload: run.payload ? JSON.stringify(run.payload) : null,
+    context: JSON.stringify(run.context),
+    ...(approval && {
+      definition_hash: approval.definitionHash,
+      expires_at: approval.expiresAt,
+      approve_power: approval.minPower,
+      approve_group: approval.group,
+      quorum: approval.quorum,
+      allow_self: approval.allowSelf,
+      dry_run: approval.dryRun ? JSON.stringify({ status: 'running', exit_code: null, output: '' } satisfies DryRunRecord) : null,
+    }),
+  };
+}
+
+/** A queued run as a claim reads it: with what it needs to start. */
+type WaitingRun = QueuedRun & { context: string | null; request_id: string | null; user_id: number | null; definition_hash: string | null };
+
+/**
+ * The waiting runs (oldest first) a claim starts: at most `free`, none whose concurrency key a running run holds,
+ * and a key seen waiting keeps its younger runs waiting too (one key's runs start in order). A run approved for
+ * another definition of the endpoint than this instance's is never started here (runs.ts ends it expired).
+ */
+function startable(waiting: WaitingRun[], running: Array<{ concurrency_key: string | null }>, free: number, definitionHash?: string): WaitingRun[] {
+  const busyKeys = new Set(running.map((row) => row.concurrency_key).filter((key) => key !== null));
+  const chosen: WaitingRun[] = [];
+  for (const run of waiting) {
+    if (chosen.length >= free) break;
+    if (run.definition_hash !== null && run.definition_hash !== definitionHash) continue;
+    if (run.concurrency_key !== null && busyKeys.has(run.concurrency_key)) continue;
+    if (run.concurrency_key !== null) busyKeys.add(run.concurrency_key);
+    chosen.push(run);
+  }
+  return chosen;
 }
 
 /** The database side of runs: every write is one conditional statement or a short transaction. */
 export class RunStore {
   constructor(private readonly db: Database) {}
 
+  /**
+   * Submits of one queue on this instance are recorded in batches (KeyedBatches): a burst waits for the intake
+   * lock a few times, not once per run, so no submit waits out db.timeout behind the others.
+   */
+  private readonly intake = new KeyedBatches<Submission, boolean>((queue, submissions) => this.record(queue, submissions), INTAKE_BATCH);
+
   /** Records a queued run, unless its queue already has `maxQueued` waiting: then false. */
-  async submit(run: NewRun, maxQueued: number): Promise<boolean> {
-    const queue = queueOf(run.toolkit, run.endpoint, run.method);
+  submit(run: NewRun, maxQueued: number): Promise<boolean> {
+    return this.intake.add(queueOf(run.toolkit, run.endpoint, run.method), { run, maxQueued });
+  }
+
+  /** One batch of a queue's submits, oldest first, under its intake lock: each recorded while the queue has room. */
+  private record(queue: string, submissions: Submission[]): Promise<boolean[]> {
     return writeTransaction(this.db, async (trx) => {
-      await lockQueue(trx, queue, run.queuedAt);
+      await lockQueue(trx, intakeLockOf(queue), submissions[0]!.run.queuedAt);
       const row = await trx('runs').where({ queue }).whereIn('status', ['queued', 'awaiting_approval']).count({ n: '*' }).first();
-      if (Number(row?.n ?? 0) >= maxQueued) return false;
-      const approval = run.approval;
-      await trx('runs').insert({
-        id: run.id,
-        toolkit: run.toolkit,
-        endpoint: run.endpoint,
-        method: run.method,
-        queue,
-        concurrency_key: run.concurrencyKey,
-        status: approval ? 'awaiting_approval' : 'queued',
-        user_id: run.userId,
-        username: run.username,
-        actor: run.actor,
-        request_id: run.requestId,
-        view_power: run.viewPower,
-        cancel_power: run.cancelPower,
-        queued_at: run.queuedAt,
-        payload: run.payload ? JSON.stringify(run.payload) : null,
-        context: JSON.stringify(run.context),
-        ...(approval && {
-          definition_hash: approval.definitionHash,
-          expires_at: approval.expiresAt,
-          approve_power: approval.minPower,
-          approve_group: approval.group,
-          quorum: approval.quorum,
-          allow_self: approval.allowSelf,
-          dry_run: approval.dryRun ? JSON.stringify({ status: 'running', exit_code: null, output: '' } satisfies DryRunRecord) : null,
-        }),
+      let waiting = Number(row?.n ?? 0);
+      const recorded = submissions.map(({ maxQueued }) => {
+        if (waiting >= maxQueued) return false;
+        waiting++;
+        return true;
       });
-      return true;
+      const rows = submissions.filter((_, i) => recorded[i]).map(({ run }) => runRow(run, queue));
+      if (rows.length > 0) await trx('runs').insert(rows);
+      return recorded;
     });
   }
 
@@ -285,46 +343,47 @@ export class RunStore {
 
   /**
    * Claims the queue's oldest runs that may start: while fewer than `maxConcurrency` run, the oldest queued run
-   * whose concurrency key no running run holds. Under the queue's lock, each claim a conditional UPDATE
-   * (`WHERE status = 'queued'`) whose changed row count says it was this instance's: a run starts exactly once.
+   * whose concurrency key no running run holds. Under the queue's claim lock (claims of a queue one at a time, so
+   * that `max_concurrency` holds across instances), in a fixed number of statements whatever the number claimed:
+   * the lock is held for a few round trips, not one per run. The one UPDATE is conditional (`status = 'queued'`):
+   * a run cancelled meanwhile is not started, and every run starts exactly once.
    * `room`: at most that many here (the endpoint type's own bound on this instance).
    */
   async claim(queue: string, maxConcurrency: number, instance: string, now: number, definitionHash?: string, room = Infinity): Promise<ClaimedRun[]> {
     return writeTransaction(this.db, async (trx) => {
       await lockQueue(trx, queue, now);
       const running = (await trx('runs').where({ queue, status: 'running' }).select('concurrency_key')) as Array<{ concurrency_key: string | null }>;
-      let free = Math.min(maxConcurrency - running.length, room);
+      const free = Math.min(maxConcurrency - running.length, room);
       if (free <= 0) return [];
-      const busyKeys = new Set(running.map((row) => row.concurrency_key).filter((key) => key !== null));
       const waiting = (await trx('runs')
         .where({ queue, status: 'queued' })
         .orderBy([{ column: 'queued_at' }, { column: 'id' }])
         .limit(CANDIDATES)
-        .select('id', 'toolkit', 'endpoint', 'method', 'queue', 'concurrency_key', 'request_id', 'user_id', 'context', 'definition_hash')) as Array<
-        QueuedRun & { context: string | null; request_id: string | null; user_id: number | null; definition_hash: string | null }
-      >;
-      const claimed: ClaimedRun[] = [];
-      for (const run of waiting) {
-        if (free <= 0) break;
-        // Approved for another definition of the endpoint than this instance's: never started here (runs.ts ends it expired).
-        if (run.definition_hash !== null && run.definition_hash !== definitionHash) continue;
-        if (run.concurrency_key !== null && busyKeys.has(run.concurrency_key)) continue;
-        // A key seen waiting keeps its younger runs waiting too: one key's runs start in order.
-        if (run.concurrency_key !== null) busyKeys.add(run.concurrency_key);
-        const changed = await trx('runs')
-          .where({ id: run.id, status: 'queued' })
-          .update({ status: 'running', instance, started_at: now, heartbeat_at: now, context: null });
-        if (Number(changed) !== 1) continue;
-        free--;
-        const { definition_hash: _bound, ...claimedRun } = run;
-        claimed.push({
-          ...claimedRun,
-          user_id: run.user_id === null ? null : Number(run.user_id),
-          context: JSON.parse(run.context ?? '{}') as Record<string, unknown>,
-        });
-      }
-      return claimed;
+        .select('id', 'toolkit', 'endpoint', 'method', 'queue', 'concurrency_key', 'request_id', 'user_id', 'context', 'definition_hash')) as WaitingRun[];
+      const chosen = startable(waiting, running, free, definitionHash);
+      if (chosen.length === 0) return [];
+      const ids = chosen.map((run) => run.id);
+      const changed = Number(
+        await trx('runs')
+          .whereIn('id', ids)
+          .andWhere({ status: 'queued' })
+          .update({ status: 'running', instance, started_at: now, heartbeat_at: now, context: null }),
+      );
+      // Fewer changed: some were cancelled since the read; those this claim started are running here now.
+      const started = changed === ids.length ? chosen : await this.startedHere(trx, chosen, instance);
+      return started.map(({ definition_hash: _bound, ...run }) => ({
+        ...run,
+        user_id: run.user_id === null ? null : Number(run.user_id),
+        context: JSON.parse(run.context ?? '{}') as Record<string, unknown>,
+      }));
     });
+  }
+
+  /** Of the runs a claim chose, those it started (the claim lock keeps every other instance from starting them). */
+  private async startedHere(trx: Knex.Transaction, chosen: WaitingRun[], instance: string): Promise<WaitingRun[]> {
+    const ids = chosen.map((run) => run.id);
+    const started = new Set((await trx('runs').whereIn('id', ids).andWhere({ status: 'running', instance }).pluck('id')) as string[]);
+    return chosen.filter((run) => started.has(run.id));
   }
 
   /** Ends a waiting or running run; false when it had ended (or, with `instance`, runs elsewhere). */

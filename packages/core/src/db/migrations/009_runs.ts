@@ -8,8 +8,9 @@ import type { Knex } from 'knex';
  *   `cancel_power` are the endpoint's when the run was asked for. Indexed for the claim (status, oldest first), the
  *   per-queue counts, the heartbeat sweep, the listing (newest first) and the retention purge.
  * - `run_output`: the run's output in chunks numbered 1, 2, ... per run (stdout or stderr, as text).
- * - `tkgate_run_queues`: one row per queue, updated first in a claim's transaction: the lock under which the
- *   running runs of a queue are counted, on every database.
+ * - `tkgate_run_queues`: lock rows, updated first in a transaction: per queue, one under which its running runs
+ *   are counted and claimed, and one under which its waiting runs are counted
+ *   and new ones recorded (run-store.ts), on every database.
  * - `tkgate_runs_purge`: when the next retention purge is due; the instance that moves it purges.
  */
 export async function up(db: Knex): Promise<void> {
