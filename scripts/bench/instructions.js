@@ -1,4 +1,4 @@
-// node scripts/bench/instructions.js <status|items|paged|paged-defaults|json|tiny|file> [--requests N] [--clients C] [--compare DIR [--baseline-first]] [--env K=V ...]
+// node scripts/bench/instructions.js <status|items|paged|paged-defaults|json|tiny|file> [--requests N] [--clients C] [--compare DIR [--baseline-first]] [--baseline SCRIPT] [--env K=V ...]
 //   [--credential session|api_key|both]:
 // the gateway's CPU instructions per request, counted by valgrind's callgrind (user space: the kernel's
 // share, the system calls, is not counted). Unlike requests/s and CPU time, the count hardly moves with
@@ -52,6 +52,8 @@ const credentials = credential === 'both' ? ['session', 'api_key'] : [credential
 const env = Object.fromEntries(args.flatMap((arg, i) => (args[i - 1] === '--env' ? [arg.split('=')] : [])));
 // --compare may be given more than once (e.g. the commit before a change, and an older one).
 const builds = [path.resolve(here, '../..'), ...args.flatMap((arg, i) => (args[i - 1] === '--compare' ? [path.resolve(arg)] : []))];
+// --baseline SCRIPT: a server of scripts/bench/servers (bare-koa.js, bare-koa-proxy.js) counted the same way, after the builds.
+const baselines = args.flatMap((arg, i) => (args[i - 1] === '--baseline' ? [arg] : []));
 // --baseline-first: the --compare builds are measured first, so that neither build always has the first turn.
 if (args.includes('--baseline-first')) builds.reverse();
 
@@ -91,8 +93,49 @@ async function measure(root, credential) {
     ready: (line) => line.startsWith('ready'),
   });
   const { config } = await prepareGateway(dir, { upstreamPort, tinyScript: writeTinyScript(dir) });
+  const gateway = await startCounted(dir, [path.join(root, 'packages/cli/dist/main.js'), 'start', '--config', config], {
+    // In the build's own checkout: the default plugins are resolved from the working directory, and another
+    // checkout's plugins may need a newer plugin API than that build's core has.
+    env: { TKGATE_LOG_LEVEL: 'info', ...env },
+    cwd: root,
+    ready: (line) => line.includes('"msg":"listening"'),
+  });
+  try {
+    const base = `http://127.0.0.1:${JSON.parse(gateway.line).port}/api`;
+    const session = await login(base);
+    const token = credential === 'api_key' ? await apiKey(base, session) : session;
+    return await countRequests(gateway, dir, base, token);
+  } finally {
+    await gateway.stop();
+    await upstream.stop();
+  }
+}
+
+/** A baseline server (scripts/bench/servers/NAME) counted as the gateway is: no auth, the same route and load. */
+async function measureBaseline(name) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tkgate-instructions-'));
+  const upstreamPort = await freePort();
+  const upstream = await startProcess(process.execPath, [path.join(here, 'servers/upstream.js')], {
+    env: { PORT: String(upstreamPort) },
+    ready: (line) => line.startsWith('ready'),
+  });
+  const port = await freePort();
+  const server = await startCounted(dir, [path.join(here, 'servers', name)], {
+    env: { PORT: String(port), UPSTREAM_PORT: String(upstreamPort), TOKEN: 'baseline' },
+    ready: (line) => line.startsWith('ready'),
+  });
+  try {
+    return await countRequests(server, dir, `http://127.0.0.1:${port}/api`, 'baseline');
+  } finally {
+    await server.stop();
+    await upstream.stop();
+  }
+}
+
+/** node ARGS under callgrind, instrumentation off until countRequests switches it on. */
+function startCounted(dir, nodeArgs, { env: processEnv, cwd, ready }) {
   const out = path.join(dir, 'callgrind.out');
-  const gateway = await startProcess(
+  return startProcess(
     'valgrind',
     [
       '--tool=callgrind',
@@ -106,19 +149,15 @@ async function measure(root, credential) {
       // runs only when the main thread waits: else what is still unoptimised, and the compiler's own work,
       // differ from run to run (measured: ±15% on the same build under load).
       '--no-concurrent-recompilation',
-      path.join(root, 'packages/cli/dist/main.js'),
-      'start',
-      '--config',
-      config,
+      ...nodeArgs,
     ],
-    // In the build's own checkout: the default plugins are resolved from the working directory, and another
-    // checkout's plugins may need a newer plugin API than that build's core has.
-    { env: { TKGATE_LOG_LEVEL: 'info', ...env }, cwd: root, ready: (line) => line.includes('"msg":"listening"'), timeoutMs: 180_000 },
+    { env: processEnv, cwd, ready, timeoutMs: 180_000 },
   );
-  try {
-    const base = `http://127.0.0.1:${JSON.parse(gateway.line).port}/api`;
-    const session = await login(base);
-    const token = credential === 'api_key' ? await apiKey(base, session) : session;
+}
+
+/** Warm-up, then `requests` requests counted: instructions per request, all threads, main thread, and its path. */
+async function countRequests(gateway, dir, base, token) {
+  {
     await load(base, token, 2 * requests); // warm-up: the JIT has compiled what it will, mostly
     execFileSync('callgrind_control', ['--instr=on', String(gateway.pid)], { stdio: 'ignore' });
     await load(base, token, requests);
@@ -147,21 +186,20 @@ async function measure(root, credential) {
       );
     const aside = spentIn(/Compiler::CompileOptimized\(/) + spentIn(/Heap::CollectGarbage\(/);
     return { all: all / requests, main: main / requests, path: (main - aside) / requests };
-  } finally {
-    await gateway.stop();
-    await upstream.stop();
   }
 }
+
+const figure = (count) => Math.round(count).toLocaleString('en');
+const countsLine = (count) =>
+  `${figure(count.all)} instructions per request (main thread ${figure(count.main)}; without compiler and GC ${figure(count.path)})`;
 
 for (const root of builds) {
   const counts = {};
   for (const kind of credentials) {
     const perRequest = (counts[kind] = await measure(root, kind));
-    const figure = (count) => Math.round(count).toLocaleString('en');
-    process.stdout.write(
-      `${scenario} ${root}${Object.keys(env).length ? ` ${JSON.stringify(env)}` : ''} (${kind}): ${figure(perRequest.all)} instructions per request (main thread ${figure(perRequest.main)}; without compiler and GC ${figure(perRequest.path)})\n`,
-    );
+    process.stdout.write(`${scenario} ${root}${Object.keys(env).length ? ` ${JSON.stringify(env)}` : ''} (${kind}): ${countsLine(perRequest)}\n`);
   }
   if (counts.session && counts.api_key)
     process.stdout.write(`${scenario} ${root}: api_key / session = ${(counts.api_key.path / counts.session.path).toFixed(3)}\n`);
 }
+for (const name of baselines) process.stdout.write(`${scenario} baseline ${name}: ${countsLine(await measureBaseline(name))}\n`);
