@@ -334,7 +334,8 @@ async function main() {
   // 13, under load (scripts/bench/runs-load.js): the async call's 202 at 50 connections beside the sync exec call
   // of the same script and the context POST, on a gateway of its own.
   if (runs(13)) {
-    const asyncCalls = await asyncCallEntries({ dir, upstreamPort: upstream.port, tinyScript, row: tkgate, track });
+    const startingRuns = mode !== 'smoke';
+    const asyncCalls = await asyncCallEntries({ dir, upstreamPort: upstream.port, tinyScript, row: tkgate, track, startingRuns });
     const result = await scenario('13. async exec call under 50 connections (202)', asyncCalls.entries, [
       reported('CPU/req', 'cpu_us_per_req', 'sync exec (200, the script run)'),
       reported('CPU/req', 'cpu_us_per_req', 'context POST (http endpoint, scenario 3)'),

@@ -18,7 +18,8 @@ interface Row {
 
 /** The bench runs from a clean checkout and every scenario and peer produces numbers (no timing is asserted). */
 describe('npm run bench -- --smoke', function () {
-  this.timeout(400_000);
+  // Seventeen scenarios, on a machine others load too (at load average 20 a run took over 400 s).
+  this.timeout(900_000);
 
   it('measures every scenario against its baselines and peers and writes the JSON and Markdown reports', async () => {
     const out = tempDir('tkgate-bench-out-');
@@ -61,6 +62,16 @@ describe('npm run bench -- --smoke', function () {
         continue;
       }
       if (result.scenario.startsWith('6')) continue; // a one-second storm may finish no argon2id login on a busy machine
+      if (result.scenario.startsWith('13.')) {
+        // The 202 under load: at load average 28 a one-second window saw no 202 answered (each took over a second
+        // there); what must hold is that no answer failed (no 503 of a full queue).
+        for (const row of result.rows) {
+          const label = `${result.scenario} / ${row.name}`;
+          expect(row.rps, label).to.be.a('number').at.least(0);
+          expect(row.non2xx, `${label}: answers that were not 2xx`).to.equal(0);
+        }
+        continue;
+      }
       for (const row of result.rows) {
         const label = `${result.scenario} / ${row.name}`;
         expect(row.rps, label).to.be.a('number').above(0);
