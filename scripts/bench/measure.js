@@ -23,11 +23,15 @@ export function spread(values) {
 /** One measured window of one target: warm-up, then the load with the CPU of its processes sampled. */
 async function measureWindow(entry, plan, warmupS) {
   const load = { connections: plan.connections, ...entry.load };
-  if (warmupS > 0) await runLoad({ ...load, durationS: warmupS });
+  const run = entry.run ?? runLoad;
+  if (warmupS > 0) await run({ ...load, durationS: warmupS });
+  // What the load left behind (an async call's runs) is done before the window and after it, outside both.
+  await entry.settle?.();
   const pids = entry.pids?.() ?? [];
   const window = startCpuWindow(pids);
-  const result = await runLoad({ ...load, durationS: plan.measureS });
+  const result = await run({ ...load, durationS: plan.measureS });
   const cpu = window.end();
+  await entry.settle?.();
   const requests = result.rps * (cpu.wallMs / 1000);
   const cpuMs = pids.length > 0 ? cpu.treesMs.reduce((sum, ms) => sum + ms, 0) : null;
   return {
@@ -51,8 +55,11 @@ async function calmWindow(entry, plan, warmupS) {
 
 /**
  * Measures every entry `plan.rounds` times, taking turns, the order rotated each round. An entry is
- * `{ name, load, pids?: () => number[] }`: `pids` are the process trees whose CPU counts as the
- * target's (the gateway and its children). Returns one summary per entry, in the given order.
+ * `{ name, load, pids?: () => number[], run?, settle? }`: `pids` are the process trees whose CPU counts as the
+ * target's (the gateway and its children); `run(load)` replaces the HTTP load generator (it resolves to
+ * runLoad's { rps, p50, p99, errors, non2xx }, rps being whatever the entry counts: WebSocket messages, say);
+ * `settle()` is awaited after the warm-up and after the window, outside the measured time.
+ * Returns one summary per entry, in the given order.
  */
 export async function measureInterleaved(entries, plan) {
   const windows = entries.map(() => []);

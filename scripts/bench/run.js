@@ -17,11 +17,13 @@ import { nginxInstalled, startNginx } from './servers/nginx.js';
 import { startWebhook, webhookInstalled } from './servers/webhook.js';
 import { rateLimitEntries } from './rate-limits.js';
 import { measureRuns, queriesLine } from './runs.js';
+import { asyncCallEntries, withoutFailedFigures } from './runs-load.js';
 import { clearSessions, insertSessions } from './sessions.js';
 import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
 import { pathTemplateRows } from './path-templates.js';
 import { tracingRows } from './tracing.js';
 import { websocketMemoryRows } from './websockets.js';
+import { websocketMessageEntries } from './websocket-messages.js';
 import { workloadIdentityRows } from './workload-identity.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -87,6 +89,14 @@ const cpuAtMost = (x, against) =>
     against,
     (t, b) => t.cpu_us_per_req / b.cpu_us_per_req,
     (r) => r <= x,
+  );
+/** Issue 33's new calls: a ratio to a baseline of the same run, reported, not judged. */
+const reported = (what, key, against) =>
+  goal(
+    `${what} vs ${against} (reported)`,
+    against,
+    (t, b) => t[key] / b[key],
+    () => null,
   );
 const p99AtMost = (x, against) =>
   goal(
@@ -321,6 +331,19 @@ async function main() {
     });
     log(`  ${queriesLine(measured.queries)}\n`);
   }
+  // 13, under load (scripts/bench/runs-load.js): the async call's 202 at 50 connections beside the sync exec call
+  // of the same script and the context POST, on a gateway of its own.
+  if (runs(13)) {
+    const startingRuns = mode !== 'smoke';
+    const asyncCalls = await asyncCallEntries({ dir, upstreamPort: upstream.port, tinyScript, row: tkgate, track, startingRuns });
+    const result = await scenario('13. async exec call under 50 connections (202)', asyncCalls.entries, [
+      reported('CPU/req', 'cpu_us_per_req', 'sync exec (200, the script run)'),
+      reported('CPU/req', 'cpu_us_per_req', 'context POST (http endpoint, scenario 3)'),
+      reported('p99', 'p99', 'sync exec (200, the script run)'),
+    ]);
+    withoutFailedFigures(result);
+    await asyncCalls.stop();
+  }
   // 12. The json call balanced over three targets (upstream.targets, round robin) vs. the same call to one URL:
   // the gateway's CPU per request, measured in the same run (the upstreams' CPU is not counted).
   if (runs(12)) {
@@ -402,6 +425,17 @@ async function main() {
       rows,
       goals: [{ goal: 'KB per socket pair <= 1.2x bare ws relay', ratio: round(ratio, 2), met: mode === 'smoke' ? null : ratio <= 1.2 }],
     });
+  }
+
+  // 17. A WebSocket message relayed (scripts/bench/websocket-messages.js): 50 sockets ping-ponging small text
+  // messages through tkgate and through a bare `ws` relay; CPU per message and p99 round trip.
+  if (runs(17)) {
+    const messages = await websocketMessageEntries({ dir, config, connections: PLAN.connections, track, startServer });
+    await scenario('17. WebSocket message relayed (50 sockets, echo upstream)', messages.entries, [
+      reported('CPU/message', 'cpu_us_per_req', 'bare ws relay (no auth)'),
+      reported('p99', 'p99', 'bare ws relay (no auth)'),
+    ]);
+    await messages.stop();
   }
 
   // 10. Passthrough from an https:// upstream (the reader over TLS) vs. the upstream directly: its own script,

@@ -3,10 +3,8 @@
 // after the other: each target's RSS settled before and with the sockets open, per socket pair (client side and
 // upstream side). The clients live in the bench process. A process here may hold 20,000 descriptors (ulimit -n,
 // not raisable in this container), so a full run opens 9,900 pairs: 19,800 descriptors in the relay.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { WebSocket } from 'ws';
-import { login, startTkgate } from './tkgate.js';
+import { startWebsocketRelays } from './websocket-relays.js';
 
 /** Opens `count` sockets to `url`, at most 100 handshakes at once; resolves to them all. */
 async function openSockets(url, count, headers = {}) {
@@ -52,33 +50,19 @@ async function measure(name, pid, url, count, headers, settledRss, log) {
 
 /** The scenario's rows (tkgate first), measured in this run. */
 export async function websocketMemoryRows({ dir, config, count, track, startServer, settledRss, log }) {
-  const upstream = await startServer('ws-upstream.js');
-  const relay = await startServer('ws-relay.js', { UPSTREAM_PORT: String(upstream.port) });
-  const toolkits = path.join(dir, 'websocket-toolkits');
-  mkdirSync(toolkits, { recursive: true });
-  const endpoint = {
-    path: 'live',
-    method: 'GET',
-    type: 'http',
-    websocket: true,
-    idle_timeout: '1h',
-    upstream: { url: `ws://127.0.0.1:${upstream.port}/live` },
-  };
-  writeFileSync(path.join(toolkits, 'dash.json'), JSON.stringify({ name: 'dash', type: 'app', endpoints: [endpoint] }));
-  const written = JSON.parse(readFileSync(config, 'utf8'));
-  written.toolkits = { ...written.toolkits, dir: toolkits };
-  written.websocket = { max_per_user: count + 100 };
-  const file = config.replace(/\.json$/, '-websockets.json');
-  writeFileSync(file, JSON.stringify(written, null, 2));
-  const gateway = track(await startTkgate(file));
+  const { gateway, relay, tkgateUrl, relayUrl, auth, stop } = await startWebsocketRelays({
+    dir,
+    config,
+    name: 'websockets',
+    maxPerUser: count + 100,
+    track,
+    startServer,
+  });
   try {
-    const auth = { authorization: `Bearer ${await login(gateway.base)}` };
-    const bare = await measure('bare ws relay (no auth)', relay.pid, `ws://127.0.0.1:${relay.port}/live`, count, {}, settledRss, log);
-    const tkgate = await measure('tkgate', gateway.pid, `${gateway.base.replace(/^http/, 'ws')}/tk/app/dash/live`, count, auth, settledRss, log);
+    const bare = await measure('bare ws relay (no auth)', relay.pid, relayUrl, count, {}, settledRss, log);
+    const tkgate = await measure('tkgate', gateway.pid, tkgateUrl, count, auth, settledRss, log);
     return [tkgate, bare];
   } finally {
-    await gateway.stop();
-    await relay.stop();
-    await upstream.stop();
+    await stop();
   }
 }

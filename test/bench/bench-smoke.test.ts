@@ -18,7 +18,8 @@ interface Row {
 
 /** The bench runs from a clean checkout and every scenario and peer produces numbers (no timing is asserted). */
 describe('npm run bench -- --smoke', function () {
-  this.timeout(400_000);
+  // Seventeen scenarios, on a machine others load too (at load average 20 a run took over 400 s).
+  this.timeout(900_000);
 
   it('measures every scenario against its baselines and peers and writes the JSON and Markdown reports', async () => {
     const out = tempDir('tkgate-bench-out-');
@@ -29,7 +30,8 @@ describe('npm run bench -- --smoke', function () {
     expect(code).to.equal(0);
     const report = JSON.parse(readFileSync(path.join(out, 'latest.json'), 'utf8')) as { results: Array<{ scenario: string; rows: Row[] }> };
     const scenarios = report.results.map((r) => r.scenario.split('.')[0]);
-    for (const number of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16']) expect(scenarios, number).to.include(number);
+    for (const number of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17'])
+      expect(scenarios, number).to.include(number);
 
     const proxyRows = report.results.find((r) => r.scenario.startsWith('3.'))!.rows.map((row) => row.name);
     for (const peer of [
@@ -50,8 +52,8 @@ describe('npm run bench -- --smoke', function () {
         expect(result.rows[0]!.rss_empty_mb).to.be.a('number').above(0);
         continue;
       }
-      if (result.scenario.startsWith('13.')) {
-        // Runs: latencies of sequential calls and of lines reaching followers, not a load.
+      if (result.scenario.startsWith('13.') && result.rows.every((row) => row.rps === undefined)) {
+        // Runs: latencies of sequential calls and of lines reaching followers, not a load (the 202 under load is below).
         for (const row of result.rows) expect(row.p50, `${result.scenario} / ${row.name}`).to.be.a('number').at.least(0);
         continue;
       }
@@ -60,6 +62,16 @@ describe('npm run bench -- --smoke', function () {
         continue;
       }
       if (result.scenario.startsWith('6')) continue; // a one-second storm may finish no argon2id login on a busy machine
+      if (result.scenario.startsWith('13.')) {
+        // The 202 under load: at load average 28 a one-second window saw no 202 answered (each took over a second
+        // there); what must hold is that no answer failed (no 503 of a full queue).
+        for (const row of result.rows) {
+          const label = `${result.scenario} / ${row.name}`;
+          expect(row.rps, label).to.be.a('number').at.least(0);
+          expect(row.non2xx, `${label}: answers that were not 2xx`).to.equal(0);
+        }
+        continue;
+      }
       for (const row of result.rows) {
         const label = `${result.scenario} / ${row.name}`;
         expect(row.rps, label).to.be.a('number').above(0);
@@ -67,6 +79,17 @@ describe('npm run bench -- --smoke', function () {
         expect(row.non2xx, `${label}: answers that were not 2xx`).to.equal(0);
       }
     }
+    // Issue 33's new calls, measured under load: the async call's 202 beside the sync exec call, a WebSocket message
+    // beside a bare relay (the generic checks above: messages or requests per second, a p99, no failed answer).
+    const underLoad = (prefix: string) => report.results.find((r) => r.scenario.startsWith(prefix) && r.rows.some((row) => row.rps !== undefined));
+    expect(
+      underLoad('13.')?.rows.map((row) => row.name),
+      'the 202 under load',
+    ).to.include('sync exec (200, the script run)');
+    expect(
+      underLoad('17.')?.rows.map((row) => row.name),
+      'a WebSocket message relayed',
+    ).to.include('bare ws relay (no auth)');
     expect(readFileSync(path.join(out, 'latest.md'), 'utf8')).to.match(/^# tkgate bench \(smoke\)/);
   });
 });
