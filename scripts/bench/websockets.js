@@ -9,7 +9,7 @@ import { WebSocket } from 'ws';
 import { login, startTkgate } from './tkgate.js';
 
 /** Opens `count` sockets to `url`, at most 100 handshakes at once; resolves to them all. */
-async function openSockets(url, count, headers = {}) {
+export async function openSockets(url, count, headers = {}) {
   const sockets = [];
   let next = 0;
   const one = () =>
@@ -29,7 +29,7 @@ async function openSockets(url, count, headers = {}) {
   return sockets;
 }
 
-async function closeSockets(sockets) {
+export async function closeSockets(sockets) {
   await Promise.all(sockets.map((socket) => new Promise((resolve) => (socket.once('close', resolve), socket.terminate()))));
 }
 
@@ -50,10 +50,8 @@ async function measure(name, pid, url, count, headers, settledRss, log) {
   };
 }
 
-/** The scenario's rows (tkgate first), measured in this run. */
-export async function websocketMemoryRows({ dir, config, count, track, startServer, settledRss, log }) {
-  const upstream = await startServer('ws-upstream.js');
-  const relay = await startServer('ws-relay.js', { UPSTREAM_PORT: String(upstream.port) });
+/** The bench gateway's config with one idle WebSocket endpoint (tk/app/dash/live) to the upstream, for `count` sockets. */
+export function websocketConfig(dir, config, upstreamPort, count) {
   const toolkits = path.join(dir, 'websocket-toolkits');
   mkdirSync(toolkits, { recursive: true });
   const endpoint = {
@@ -62,7 +60,7 @@ export async function websocketMemoryRows({ dir, config, count, track, startServ
     type: 'http',
     websocket: true,
     idle_timeout: '1h',
-    upstream: { url: `ws://127.0.0.1:${upstream.port}/live` },
+    upstream: { url: `ws://127.0.0.1:${upstreamPort}/live` },
   };
   writeFileSync(path.join(toolkits, 'dash.json'), JSON.stringify({ name: 'dash', type: 'app', endpoints: [endpoint] }));
   const written = JSON.parse(readFileSync(config, 'utf8'));
@@ -70,7 +68,14 @@ export async function websocketMemoryRows({ dir, config, count, track, startServ
   written.websocket = { max_per_user: count + 100 };
   const file = config.replace(/\.json$/, '-websockets.json');
   writeFileSync(file, JSON.stringify(written, null, 2));
-  const gateway = track(await startTkgate(file));
+  return file;
+}
+
+/** The scenario's rows (tkgate first), measured in this run. */
+export async function websocketMemoryRows({ dir, config, count, track, startServer, settledRss, log }) {
+  const upstream = await startServer('ws-upstream.js');
+  const relay = await startServer('ws-relay.js', { UPSTREAM_PORT: String(upstream.port) });
+  const gateway = track(await startTkgate(websocketConfig(dir, config, upstream.port, count)));
   try {
     const auth = { authorization: `Bearer ${await login(gateway.base)}` };
     const bare = await measure('bare ws relay (no auth)', relay.pid, `ws://127.0.0.1:${relay.port}/live`, count, {}, settledRss, log);
