@@ -5,12 +5,10 @@ import path from 'node:path';
 import { login, startTkgate } from './tkgate.js';
 
 /**
- * Starts them; `name` keeps each scenario's toolkits and config apart, `maxPerUser` is websocket.max_per_user.
- * Resolves to { gateway, relay, tkgateUrl, relayUrl, auth, stop }.
+ * The bench gateway's config with one idle WebSocket endpoint (tk/app/dash/live) to the upstream at
+ * `upstreamPort`; `maxPerUser` is websocket.max_per_user, `name` keeps each scenario's files apart.
  */
-export async function startWebsocketRelays({ dir, config, name, maxPerUser, track, startServer }) {
-  const upstream = await startServer('ws-upstream.js');
-  const relay = await startServer('ws-relay.js', { UPSTREAM_PORT: String(upstream.port) });
+export function websocketConfig(dir, config, upstreamPort, maxPerUser, name = 'websockets') {
   const toolkits = path.join(dir, `${name}-toolkits`);
   mkdirSync(toolkits, { recursive: true });
   // Sockets idle for a while (scenario 16's settling, scenario 17's other target's turn) stay open.
@@ -20,7 +18,7 @@ export async function startWebsocketRelays({ dir, config, name, maxPerUser, trac
     type: 'http',
     websocket: true,
     idle_timeout: '1h',
-    upstream: { url: `ws://127.0.0.1:${upstream.port}/live` },
+    upstream: { url: `ws://127.0.0.1:${upstreamPort}/live` },
   };
   writeFileSync(path.join(toolkits, 'dash.json'), JSON.stringify({ name: 'dash', type: 'app', endpoints: [endpoint] }));
   const written = JSON.parse(readFileSync(config, 'utf8'));
@@ -28,6 +26,17 @@ export async function startWebsocketRelays({ dir, config, name, maxPerUser, trac
   written.websocket = { max_per_user: maxPerUser };
   const file = config.replace(/\.json$/, `-${name}.json`);
   writeFileSync(file, JSON.stringify(written, null, 2));
+  return file;
+}
+
+/**
+ * Starts them; `name` keeps each scenario's toolkits and config apart, `maxPerUser` is websocket.max_per_user.
+ * Resolves to { gateway, relay, tkgateUrl, relayUrl, auth, stop }.
+ */
+export async function startWebsocketRelays({ dir, config, name, maxPerUser, track, startServer }) {
+  const upstream = await startServer('ws-upstream.js');
+  const relay = await startServer('ws-relay.js', { UPSTREAM_PORT: String(upstream.port) });
+  const file = websocketConfig(dir, config, upstream.port, maxPerUser, name);
   const gateway = track(await startTkgate(file));
   const stop = async () => {
     await gateway.stop();

@@ -7,7 +7,7 @@ import { WebSocket } from 'ws';
 import { startWebsocketRelays } from './websocket-relays.js';
 
 /** Opens `count` sockets to `url`, at most 100 handshakes at once; resolves to them all. */
-async function openSockets(url, count, headers = {}) {
+export async function openSockets(url, count, headers = {}) {
   const sockets = [];
   let next = 0;
   const one = () =>
@@ -27,7 +27,7 @@ async function openSockets(url, count, headers = {}) {
   return sockets;
 }
 
-async function closeSockets(sockets) {
+export async function closeSockets(sockets) {
   await Promise.all(sockets.map((socket) => new Promise((resolve) => (socket.once('close', resolve), socket.terminate()))));
 }
 

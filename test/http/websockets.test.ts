@@ -1,5 +1,5 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { WebSocket, WebSocketServer } from 'ws';
 import { dialects } from '../support/databases.js';
@@ -68,10 +68,16 @@ const feed = http.createServer((_req, res) => {
   res.on('close', () => clearInterval(timer));
 });
 await new Promise<void>((resolve) => feed.listen(0, '127.0.0.1', resolve));
+/** An upstream that takes the connection and never answers the handshake. */
+const silentSockets: net.Socket[] = [];
+const silent = net.createServer((socket) => silentSockets.push(socket));
+await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
 after(async () => {
   await echo.close();
   feed.closeAllConnections();
   feed.close();
+  silentSockets.forEach((socket) => socket.destroy());
+  silent.close();
 });
 
 const socketEndpoint = (path: string, extra: Record<string, unknown> = {}) => ({
@@ -89,6 +95,7 @@ const dashboard = {
     socketEndpoint('live', { client_filter: { allowed_fields: ['room'], field_rules: { room: { type: 'string', pattern: '^[a-z]+$' } } } }),
     socketEndpoint('admin', { permissions: { min_power: 50 } }),
     socketEndpoint('quiet', { idle_timeout: '1s' }),
+    socketEndpoint('silent', { upstream: { url: `ws://127.0.0.1:${(silent.address() as AddressInfo).port}/live`, timeout: '1s' } }),
     {
       path: 'feed',
       method: 'GET',
@@ -248,11 +255,12 @@ for (const dialect of dialects) {
       }
     });
 
-    it('refuses an upgrade with an ordinary HTTP answer: 401, 403, 404, 400', async () => {
+    it('refuses an upgrade with an ordinary HTTP answer: 401, 403, 404, 400, 504 for an upstream that does not answer the handshake', async () => {
       expect(await refusal(open('live', { headers: {} }))).to.deep.equal({ status: 401, code: 'unauthorized' });
       expect(await refusal(open('admin'))).to.deep.equal({ status: 403, code: 'forbidden' });
       expect(await refusal(open('nothing-here'))).to.deep.equal({ status: 404, code: 'endpoint_not_found' });
       expect(await refusal(open('live?room=NOT%20OK'))).to.deep.equal({ status: 400, code: 'invalid_payload' });
+      expect(await refusal(open('silent'))).to.deep.equal({ status: 504, code: 'upstream_timeout' });
       const plain = await fetch(`${s.gateway.base}/tk/app/dash/live`, { headers: { authorization: `Bearer ${token}` } });
       expect(plain.status).to.equal(426);
     });
@@ -275,10 +283,14 @@ for (const dialect of dialects) {
       socket.send('one');
       expect(await closed).to.deep.equal([1001, 'idle']);
       const line = await eventually('the access line', () => s.gateway.logs.find((entry) => entry.msg === 'request' && entry.route === 'tk/app/dash/quiet'));
-      expect(line).to.include({ status: 101 });
+      // The fields of any request's line, kept from the handshake (not its Koa context) to the socket's close.
+      expect(line).to.include({ status: 101, method: 'GET', path: '/api/tk/app/dash/quiet', client: '127.0.0.1', user_id: s.ids.ana });
+      expect(line.request_id).to.match(/^[0-9a-f-]{36}$/);
+      expect(line.trace_id).to.match(/^[0-9a-f]{32}$/);
       expect(line.bytes).to.be.greaterThan(0);
       expect(line.bytes_received).to.be.greaterThan(0);
       expect(line.duration_ms).to.be.greaterThan(500);
+      expect(s.gateway.logs.filter((entry) => entry.msg === 'request' && entry.request_id === line.request_id)).to.have.length(1);
     });
   });
 }

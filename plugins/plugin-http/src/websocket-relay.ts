@@ -1,4 +1,4 @@
-import { GatewayError, UPGRADED, type EndpointCall } from '@tkgate/core';
+import { GatewayError, UPGRADED, type ChildSpan, type EndpointCall } from '@tkgate/core';
 import type { IncomingMessage } from 'node:http';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { contextHeader } from './forward-request.js';
@@ -26,14 +26,34 @@ const PING_EVERY_MS = 30_000;
 /** How often the one sweep of all sockets looks for idle ones (and pings when PING_EVERY_MS has passed). */
 const SWEEP_EVERY_MS = 1000;
 
-/** One relayed socket pair, as the shared sweep sees it. */
-interface Pair {
-  near: WebSocket;
-  far: WebSocket;
-  idleMs: number;
-  /** Date.now() of the last message either way. */
-  lastActivity: number;
+/**
+ * One side of a relayed pair, knowing its pair: the relay's listeners are the same functions for every socket (they
+ * find the other side through `this`), not closures per socket (docs/performance.md, scenario 16).
+ */
+class RelayedSocket extends WebSocket {
+  pair: Pair | undefined = undefined;
 }
+
+/** One relayed socket pair: what the shared sweep and the listeners need, and the upstream call's span. */
+class Pair {
+  /** Date.now() of the last message either way. */
+  lastActivity = Date.now();
+
+  constructor(
+    readonly near: RelayedSocket,
+    readonly far: RelayedSocket,
+    readonly idleMs: number,
+    readonly span: ChildSpan,
+    readonly relay: WebSocketRelay,
+  ) {}
+
+  peerOf(socket: WebSocket): RelayedSocket {
+    return socket === this.near ? this.far : this.near;
+  }
+}
+
+/** The pair of a socket the relay listens to (ws types listeners' `this` as its own WebSocket). */
+const pairOf = (socket: WebSocket): Pair => (socket as RelayedSocket).pair!;
 
 /** The subprotocol the upstream chose, on the client's upgrade request (read by the shared server's handleProtocols). */
 const CHOSEN = Symbol('tkgate.websocket.chosen');
@@ -49,21 +69,41 @@ function closeWith(socket: WebSocket, code: number, reason: Buffer | string): vo
   else socket.close();
 }
 
-/** One side's messages, pings and pongs to the other, reading paused while the other side's queue is full. */
-function relay(from: WebSocket, to: WebSocket, activity: () => void): void {
-  from.on('message', (data: RawData, isBinary: boolean) => {
-    activity();
-    if (to.readyState !== WebSocket.OPEN) return;
-    to.send(data, { binary: isBinary }, () => {
-      if (to.bufferedAmount < HIGH_WATER && from.isPaused) from.resume();
-    });
-    if (to.bufferedAmount >= HIGH_WATER) from.pause();
+/** A message to the other side, reading paused while the other side's queue is full. */
+function relayMessage(this: WebSocket, data: RawData, isBinary: boolean): void {
+  const pair = pairOf(this);
+  pair.lastActivity = Date.now();
+  const to = pair.peerOf(this);
+  if (to.readyState !== WebSocket.OPEN) return;
+  to.send(data, { binary: isBinary }, () => {
+    if (to.bufferedAmount < HIGH_WATER && this.isPaused) this.resume();
   });
-  from.on('ping', (data: Buffer) => to.readyState === WebSocket.OPEN && to.ping(data));
-  from.on('pong', (data: Buffer) => to.readyState === WebSocket.OPEN && to.pong(data));
-  from.on('close', (code: number, reason: Buffer) => closeWith(to, code, reason));
-  from.on('error', () => closeWith(to, 1011, 'the other side failed'));
+  if (to.bufferedAmount >= HIGH_WATER) this.pause();
 }
+
+function relayPing(this: WebSocket, data: Buffer): void {
+  const to = pairOf(this).peerOf(this);
+  if (to.readyState === WebSocket.OPEN) to.ping(data);
+}
+
+function relayPong(this: WebSocket, data: Buffer): void {
+  const to = pairOf(this).peerOf(this);
+  if (to.readyState === WebSocket.OPEN) to.pong(data);
+}
+
+/** Either side's close closes the other with its code and reason; the client side's close ends the pair. */
+function relayClose(this: WebSocket, code: number, reason: Buffer): void {
+  const pair = pairOf(this);
+  closeWith(pair.peerOf(this), code, reason);
+  if (this === pair.near) pair.relay.ended(pair);
+}
+
+function relayError(this: WebSocket): void {
+  closeWith(pairOf(this).peerOf(this), 1011, 'the other side failed');
+}
+
+/** The socket's end with its credential: its one closure, holding nothing but the socket. */
+const closeOnCredentialEnd = (near: WebSocket) => () => closeWith(near, 4401, 'session_ended');
 
 /** The upstream URL: a `{name}` of its path is the path parameter of that name (as for forward: request). */
 function upstreamUrl(url: string, params: Record<string, unknown> | undefined): string {
@@ -108,6 +148,7 @@ export class WebSocketRelay {
         clientTracking: false,
         perMessageDeflate: false,
         maxPayload: maxBytes,
+        WebSocket: RelayedSocket,
         // The client gets the subprotocol the upstream chose (never the token one, which core removed).
         handleProtocols: (offers, req: ChosenOn) => (req[CHOSEN] && offers.has(req[CHOSEN]) ? req[CHOSEN] : false),
       });
@@ -151,7 +192,7 @@ export class WebSocketRelay {
     if (span.tracestate !== undefined) headers.tracestate = span.tracestate;
     const params = call.context.path_params as Record<string, unknown> | undefined;
     const open = (url: string, timeoutMs: number) => this.connect(call, upstreamUrl(url, params), protocols, headers, timeoutMs);
-    let far: WebSocket;
+    let far: RelayedSocket;
     try {
       // An upgrade is a GET: a handshake that got no answer may go to another target too.
       far = upstream.targets
@@ -168,14 +209,13 @@ export class WebSocketRelay {
       span.end(err);
       throw err;
     }
-    far.removeAllListeners('error');
-    const near = await new Promise<WebSocket>((resolve) => {
+    const near = await new Promise<RelayedSocket>((resolve) => {
       (upgrade.request as ChosenOn)[CHOSEN] = far.protocol;
-      this.serverFor(maxBytes).handleUpgrade(upgrade.request, upgrade.socket, upgrade.head, resolve);
+      this.serverFor(maxBytes).handleUpgrade(upgrade.request, upgrade.socket, upgrade.head, (socket) => resolve(socket as RelayedSocket));
     });
-    this.watch(near, far, idleMs, () => span.end());
+    this.watch(new Pair(near, far, idleMs, span, this));
     // The session or key this socket was opened with ended (anywhere): both sides close with 4401.
-    upgrade.onCredentialEnd(() => closeWith(near, 4401, 'session_ended'));
+    upgrade.onCredentialEnd(closeOnCredentialEnd(near));
     return UPGRADED;
   }
 
@@ -186,17 +226,18 @@ export class WebSocketRelay {
     protocols: string[],
     headers: Record<string, string>,
     timeoutMs: number,
-  ): Promise<WebSocket> {
+  ): Promise<RelayedSocket> {
     const { upstream, max_message_bytes: maxBytes } = call.config;
     const secure = url.startsWith('wss:');
-    const far = new WebSocket(url, protocols, {
+    const far = new RelayedSocket(url, protocols, {
       headers,
       maxPayload: maxBytes,
       autoPong: false,
       perMessageDeflate: false,
-      handshakeTimeout: timeoutMs,
       ...(secure ? tlsConnectOptions(tlsOf(upstream), new URL(url).hostname) : {}),
     });
+    let timer: NodeJS.Timeout | undefined;
+    let stopWatchingClient: (() => void) | undefined;
     try {
       await new Promise<void>((resolve, reject) => {
         far.once('open', resolve);
@@ -205,35 +246,49 @@ export class WebSocketRelay {
           res.resume();
           reject(Object.assign(new Error(`the upstream answered the handshake with ${res.statusCode}`), { status: res.statusCode }));
         });
-        call.onClientGone(() => reject(Object.assign(new Error('the client closed the connection'), { name: 'AbortError' })));
+        // Its own timer, not ws's handshakeTimeout: that one stays on the open socket (a cleared Timeout and its bound
+        // function for the socket's life).
+        timer = setTimeout(() => reject(Object.assign(new Error('the upstream did not answer the handshake in time'), { timedOut: true })), timeoutMs);
+        stopWatchingClient = call.onClientGone(() => reject(Object.assign(new Error('the client closed the connection'), { name: 'AbortError' })));
       });
     } catch (err) {
       far.terminate();
-      const timedOut = /timed out/i.test((err as Error).message);
-      if (timedOut) throw new GatewayError(504, 'upstream_timeout', 'the upstream did not answer in time', { cause: err });
+      if ((err as { timedOut?: boolean }).timedOut) throw new GatewayError(504, 'upstream_timeout', 'the upstream did not answer in time', { cause: err });
       throw new GatewayError(502, 'upstream_error', 'the upstream did not take the WebSocket', {
         details: { reason: 'connection', ...((err as { status?: number }).status ? { upstream_status: (err as { status?: number }).status } : {}) },
         cause: err,
       });
+    } finally {
+      clearTimeout(timer);
+      stopWatchingClient?.();
     }
+    // The handshake's listeners (and the promise they hold) do not stay for the socket's life.
+    far.removeAllListeners('error');
+    far.removeAllListeners('unexpected-response');
     return far;
   }
 
   /** Relays both ways until either side closes; the shared sweep sees to idle time and keep-alive pings. */
-  private watch(near: WebSocket, far: WebSocket, idleMs: number, ended: () => void): void {
-    const pair: Pair = { near, far, idleMs, lastActivity: Date.now() };
+  private watch(pair: Pair): void {
     this.open.add(pair);
     this.sweeper ??= setInterval(() => this.sweep(), SWEEP_EVERY_MS).unref();
-    const activity = () => (pair.lastActivity = Date.now());
-    relay(near, far, activity);
-    relay(far, near, activity);
-    near.once('close', () => {
-      this.open.delete(pair);
-      if (this.open.size === 0) {
-        clearInterval(this.sweeper);
-        this.sweeper = undefined;
-      }
-      ended();
-    });
+    for (const socket of [pair.near, pair.far]) {
+      socket.pair = pair;
+      socket.on('message', relayMessage);
+      socket.on('ping', relayPing);
+      socket.on('pong', relayPong);
+      socket.on('close', relayClose);
+      socket.on('error', relayError);
+    }
+  }
+
+  /** The client's side closed: the pair leaves the sweep, and the upstream call's span ends. */
+  ended(pair: Pair): void {
+    this.open.delete(pair);
+    if (this.open.size === 0) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+    }
+    pair.span.end();
   }
 }

@@ -14,8 +14,6 @@ export interface GatewayState {
   route?: string;
   /** Set by authentication (auth/authenticate.ts): the calling user. */
   caller?: { readonly id: number };
-  /** An endpoint type took the connection over (a WebSocket, http/upgrade.ts): the access line is written when it closes. */
-  upgraded?: boolean;
 }
 
 export type GatewayContext<State extends GatewayState = GatewayState> = Koa.ParameterizedContext<State>;

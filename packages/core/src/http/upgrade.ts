@@ -1,10 +1,42 @@
 import { ServerResponse, type IncomingMessage, type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 
-/** A WebSocket upgrade's connection, on its request: the socket and what was read past the head. */
-export interface UpgradeConnection {
-  socket: Duplex;
-  head: Buffer;
+/**
+ * A WebSocket upgrade's connection, on its request: the socket, what was read past the head, and the response that
+ * stands for the handshake's HTTP answer until an endpoint type takes the connection over.
+ */
+export class UpgradeConnection {
+  /** The access log's (ops/request-log.ts): called once if the connection is taken over, to watch the socket instead. */
+  whenTakenOver: (() => void) | undefined = undefined;
+
+  constructor(
+    readonly socket: Duplex,
+    readonly head: Buffer,
+    private readonly response: ServerResponse,
+  ) {}
+
+  /**
+   * The endpoint type took the connection over (it answered the handshake on the socket itself): the response is
+   * done and lets go of the socket, so that nothing of the request (its Koa context, request and response objects,
+   * their listeners) lives as long as the socket does. detachSocket drops Node's watch of the socket; 'finish' ends
+   * Koa's (on-finished's listeners on the socket); endWithResponse no longer finds a socket to end.
+   */
+  takenOver(): void {
+    this.whenTakenOver?.();
+    this.whenTakenOver = undefined;
+    this.response.detachSocket(this.socket as Parameters<ServerResponse['detachSocket']>[0]);
+    this.response.emit('finish');
+  }
+}
+
+/** One listener for every socket, not a closure per socket: a socket that failed is done. */
+function destroyOnError(this: Duplex): void {
+  this.destroy();
+}
+
+/** An HTTP answer to an upgrade (401, 404, ...) ends its connection; a response whose socket was taken over has none. */
+function endWithResponse(this: ServerResponse): void {
+  this.socket?.end();
 }
 
 const UPGRADE = Symbol('tkgate.upgrade');
@@ -36,17 +68,18 @@ function takeBrowserToken(req: IncomingMessage): void {
  * 'upgrade' event with the raw socket, so they are given an ordinary response on that socket and the app's
  * handler. The toolkit pipeline authenticates them and runs steps 1-8 as for any request; an endpoint type that
  * takes the connection over (step 9) completes the handshake itself (call.upgrade); any other answer (401, 403,
- * 404, 400, ...) is written as plain HTTP, and the connection closes after it.
+ * 404, 400, ...) is written as plain HTTP, and the connection closes after it. A connection taken over keeps nothing
+ * of its request (UpgradeConnection.takenOver).
  */
 export function serveUpgrades(server: Server, handler: RequestListener): void {
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    socket.on('error', () => socket.destroy());
+    socket.on('error', destroyOnError);
     takeBrowserToken(req);
-    (req as IncomingMessage & { [UPGRADE]?: UpgradeConnection })[UPGRADE] = { socket, head };
     const res = new ServerResponse(req);
+    (req as IncomingMessage & { [UPGRADE]?: UpgradeConnection })[UPGRADE] = new UpgradeConnection(socket, head, res);
     res.shouldKeepAlive = false;
     res.assignSocket(socket as Parameters<ServerResponse['assignSocket']>[0]);
-    res.once('finish', () => socket.end());
+    res.on('finish', endWithResponse);
     handler(req, res);
   });
 }

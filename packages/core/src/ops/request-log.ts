@@ -3,8 +3,10 @@
  * Labels and fields never hold a raw URL beyond the path, a query string, a body or a token.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { clientAddress } from '../http/client-address.js';
+import { upgradeOf } from '../http/upgrade.js';
 import { jsonString } from '../json/json-string.js';
 import { JsonMembers, type Logger } from '../log.js';
 import type { RequestTrace } from '../tracing/request-trace.js';
@@ -19,7 +21,9 @@ export interface RequestLogOptions {
 
 /** What is known of a finished request. */
 export interface FinishedRequest {
-  req: IncomingMessage;
+  method: string;
+  /** The caller's address, or the request to read it from (only when the line is written: log.access may be off). */
+  client: string | IncomingMessage;
   path: string;
   route: string;
   status: number;
@@ -40,7 +44,9 @@ export function requestRecorder({ log, access, metrics, trustProxy }: RequestLog
   return (finished) => {
     metrics.request(finished.route, finished.status, finished.seconds);
     finished.trace?.finish(finished.route, finished.status, finished.userId);
-    if (access) log.info('request', new JsonMembers(accessMembers(finished, clientAddress(finished.req, trustProxy))));
+    if (!access) return;
+    const client = typeof finished.client === 'string' ? finished.client : clientAddress(finished.client, trustProxy);
+    log.info('request', new JsonMembers(accessMembers(finished, client)));
   };
 }
 
@@ -48,8 +54,8 @@ export function requestRecorder({ log, access, metrics, trustProxy }: RequestLog
  * The access line's fields (SPEC: method, path, route, status, duration_ms, bytes, request_id, trace_id, client, and
  * user_id once known), written as JSON by hand: one line per request (log.ts, JsonMembers).
  */
-function accessMembers({ req, path, route, status, seconds, bytes, bytesReceived, requestId, userId, trace }: FinishedRequest, client: string): string {
-  let text = `"method":${jsonString(req.method ?? '')},"path":${jsonString(path)},"route":${jsonString(route)},"status":${status},"duration_ms":${milliseconds(seconds)},"bytes":${bytes}`;
+function accessMembers({ method, path, route, status, seconds, bytes, bytesReceived, requestId, userId, trace }: FinishedRequest, client: string): string {
+  let text = `"method":${jsonString(method)},"path":${jsonString(path)},"route":${jsonString(route)},"status":${status},"duration_ms":${milliseconds(seconds)},"bytes":${bytes}`;
   if (bytesReceived !== undefined) text += `,"bytes_received":${bytesReceived}`;
   if (requestId !== undefined) text += `,"request_id":${jsonString(requestId)}`;
   // 32 hex digits: nothing to escape.
@@ -88,7 +94,7 @@ function bytesSent(ctx: GatewayContext, socketBytesAtStart: number): number {
 }
 
 /** Records the request once its response has closed (the access line and the metrics). */
-export function watchRequest(ctx: GatewayContext, record: RequestRecorder): void {
+export function watchRequest(ctx: GatewayContext, record: RequestRecorder, trustProxy: boolean): void {
   const started = process.hrtime.bigint();
   const socketBytesAtStart = ctx.req.socket?.bytesWritten ?? 0;
   // The peer's address, read now: net.Socket keeps it once read, and a socket destroyed unread has none ("unknown").
@@ -96,20 +102,83 @@ export function watchRequest(ctx: GatewayContext, record: RequestRecorder): void
   // `on`, not `once`: a response closes once, and once's wrapper and removal cost every request.
   ctx.res.on('close', () => {
     record({
-      req: ctx.req,
+      method: ctx.method,
+      client: ctx.req,
       path: ctx.path,
       route: routeOf(ctx),
       // A response cut before it was complete is logged with its status as sent, like nginx's 499 cases.
-      // A connection taken over (a WebSocket) is logged when it closes, as the 101 it was answered with.
-      status: ctx.res.headersSent ? ctx.res.statusCode : ctx.state.upgraded ? 101 : 499,
+      status: ctx.res.headersSent ? ctx.res.statusCode : 499,
       seconds: Number(process.hrtime.bigint() - started) / 1e9,
       bytes: bytesSent(ctx, socketBytesAtStart),
       // Always present (undefined but for a connection taken over): one shape of record, no spread per request.
-      bytesReceived: ctx.state.upgraded ? (ctx.req.socket?.bytesRead ?? 0) : undefined,
+      bytesReceived: undefined,
       requestId: ctx.state.requestId,
       userId: ctx.state.caller?.id,
       trace: ctx.state.trace,
     });
+  });
+  // A WebSocket's handshake: answered in HTTP (401, 404, ...), it is logged as above; taken over, its response lets
+  // go of the socket (http/upgrade.ts) and never closes, and the line is written at the socket's close instead.
+  const connection = upgradeOf(ctx.req);
+  if (connection) {
+    connection.whenTakenOver = () => {
+      const socket = connection.socket as Duplex & { [TAKEN_OVER]?: TakenOverRequest };
+      socket[TAKEN_OVER] = new TakenOverRequest(ctx, clientAddress(ctx.req, trustProxy), started, socketBytesAtStart, record);
+      socket.on('close', recordTakenOver);
+    };
+  }
+}
+
+/**
+ * What the access line of a connection taken over (a WebSocket) needs at the socket's close, copied at the
+ * handshake: the socket outlives its request, and keeping the Koa context (the request, response and headers
+ * objects, the pipeline's state) for the socket's life cost more than the two `ws` sockets (docs/performance.md,
+ * scenario 16).
+ */
+class TakenOverRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly route: string;
+  readonly requestId: string | undefined;
+  readonly userId: number | undefined;
+  readonly trace: RequestTrace | undefined;
+
+  constructor(
+    ctx: GatewayContext,
+    readonly client: string,
+    readonly started: bigint,
+    readonly socketBytesAtStart: number,
+    readonly record: RequestRecorder,
+  ) {
+    this.method = ctx.method;
+    this.path = ctx.path;
+    this.route = routeOf(ctx);
+    this.requestId = ctx.state.requestId;
+    this.userId = ctx.state.caller?.id;
+    this.trace = ctx.state.trace;
+  }
+}
+const TAKEN_OVER = Symbol('tkgate.takenOverRequest');
+
+/** One 'close' listener for every socket taken over (not a closure per socket): its access line and metrics. */
+function recordTakenOver(this: Duplex & { [TAKEN_OVER]?: TakenOverRequest }): void {
+  const taken = this[TAKEN_OVER];
+  if (!taken) return;
+  this[TAKEN_OVER] = undefined;
+  const socket = this as Duplex & { bytesWritten?: number; bytesRead?: number };
+  taken.record({
+    method: taken.method,
+    client: taken.client,
+    path: taken.path,
+    route: taken.route,
+    // Logged when it closes, as the 101 it was answered with; bytes are the socket's, the handshake's answer included.
+    status: 101,
+    seconds: Number(process.hrtime.bigint() - taken.started) / 1e9,
+    bytes: Math.max(0, (socket.bytesWritten ?? taken.socketBytesAtStart) - taken.socketBytesAtStart),
+    bytesReceived: socket.bytesRead ?? 0,
+    requestId: taken.requestId,
+    userId: taken.userId,
+    trace: taken.trace,
   });
 }
 
@@ -118,7 +187,7 @@ export function requestLog(options: RequestLogOptions): GatewayMiddleware {
   const record = requestRecorder(options);
   // Not async: it only listens for the end of the response.
   return (ctx, next) => {
-    watchRequest(ctx, record);
+    watchRequest(ctx, record, options.trustProxy);
     return next();
   };
 }

@@ -88,7 +88,14 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
   get upgrade(): UpgradeCall | undefined {
     const connection = upgradeOf(this.ctx.req);
     const state = this.ctx.state as ExecutingState & { credentialEnd?: () => void };
-    return connection && { request: this.ctx.req, ...connection, onCredentialEnd: (close) => (state.credentialEnd = close) };
+    return (
+      connection && {
+        request: this.ctx.req,
+        socket: connection.socket,
+        head: connection.head,
+        onCredentialEnd: (close) => (state.credentialEnd = close),
+      }
+    );
   }
 
   get signal(): AbortSignal {

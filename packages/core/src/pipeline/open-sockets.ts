@@ -27,7 +27,8 @@ export class OpenSockets {
     };
     return (taken) => {
       if (!taken || taken.destroyed) return release();
-      taken.once('close', release);
+      // `on`, not `once`: a socket closes once, and once's wrapper would stay for the socket's life.
+      taken.on('close', release);
     };
   }
 }

@@ -32,10 +32,11 @@ export class StreamEnds {
   ) {}
 
   /** Watches a stream until `closed` emits 'close'. */
-  watch(credential: StreamCredential, end: () => void, closed: { once(event: 'close', listener: () => void): unknown }): void {
+  watch(credential: StreamCredential, end: () => void, closed: { on(event: 'close', listener: () => void): unknown }): void {
     const stream = { credential, end };
     this.open.add(stream);
-    closed.once('close', () => {
+    // `on`, not `once`: a stream closes once, and once's wrapper would stay for the stream's life.
+    closed.on('close', () => {
       this.open.delete(stream);
       if (this.open.size === 0) this.stop();
     });
