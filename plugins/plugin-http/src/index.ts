@@ -1,4 +1,4 @@
-import { EndpointGates, z, type ConfigIssue, type EndpointType, type SecretReference, type TkgatePlugin } from '@tkgate/core';
+import { EndpointGates, z, type ConfigIssue, type EndpointCall, type EndpointType, type SecretReference, type TkgatePlugin } from '@tkgate/core';
 import { describeHttpResponse } from './describe-response.js';
 import { FORWARD_METHODS, RequestForwarder, urlParams } from './forward-request.js';
 import { WebSocketRelay } from './websocket-relay.js';
@@ -55,6 +55,8 @@ const plugin: TkgatePlugin = {
       transport.close();
     });
     const gates = new EndpointGates('too many upstream calls are running; try again shortly');
+    const send = (call: EndpointCall<HttpConfig>, release: () => void): Promise<unknown> =>
+      call.config.upstream.forward === 'request' ? forwarder.forward(call, release) : proxy(upstreams, call, release);
     const httpType: EndpointType<HttpConfig> = {
       type: 'http',
       configSchema: httpConfigSchema,
@@ -76,14 +78,16 @@ const plugin: TkgatePlugin = {
       onRetire: (endpoint) => targets.retire(endpoint.key),
       warn: (config) => literalCredentials(config.upstream.headers),
       methods: (config) => (config.websocket ? ['GET'] : config.upstream.forward === 'request' ? FORWARD_METHODS : ['GET', 'POST']),
-      execute: async (call) => {
+      // Not async: with a free gate place the call is the transport's promise alone (an async wrapper cost
+      // every call a promise and its turns); each path below answers with a promise, failures as rejections.
+      execute: (call) => {
         // A socket holds no gate place: websocket.max_per_user (core) bounds them.
         if (call.config.websocket) return sockets.relay(call);
         // The gate's place at once when one is free: the client's AbortSignal is made only to wait in its queue.
         const gate = gates.of(call.endpoint.key, call.config);
-        const release = gate.tryEnter() ?? (await gate.enter(call.signal));
-        if (call.config.upstream.forward === 'request') return forwarder.forward(call, release);
-        return proxy(upstreams, call, release);
+        const release = gate.tryEnter();
+        if (release) return send(call, release);
+        return gate.enter(call.signal).then((entered) => send(call, entered));
       },
       describeResponse: describeHttpResponse,
     };

@@ -193,26 +193,69 @@ export type Release = () => void;
  * POSTs the request context as JSON. The upstream hears X-Request-Id and the configured headers and
  * nothing of the client's credentials (no Authorization, no Cookie: the client's headers are not forwarded).
  * `release` is called once the upstream exchange is over: at once for JSON, when the stream ends for passthrough.
+ * Not async: a JSON call is one chain on the transport's promise (each async layer was a promise and its
+ * turns per call); a failure before anything is sent is a rejection too, as from an async function.
  */
-export async function proxy(upstreams: Upstreams, call: EndpointCall<HttpConfig>, releaseGate: Release): Promise<unknown> {
+export function proxy(upstreams: Upstreams, call: EndpointCall<HttpConfig>, releaseGate: Release): Promise<unknown> {
   const { upstream } = call.config;
-  const span = new UpstreamSpan(call.trace, fixedOf(upstream).target);
-  const request = new ProxiedRequest(call, span.child, upstreams.secretValue);
+  let span: UpstreamSpan;
+  let request: ProxiedRequest;
+  try {
+    span = new UpstreamSpan(call.trace, fixedOf(upstream).target);
+    request = new ProxiedRequest(call, span.child, upstreams.secretValue);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  // Only an endpoint with targets pays for them.
+  const set = upstream.targets ? upstreams.targets.of(call.endpoint, upstream) : undefined;
+  if (upstream.passthrough) return proxyPassthrough(upstreams, call, request, set, span, releaseGate);
+  let sent: Promise<UpstreamAnswer>;
+  try {
+    const transport = upstreams.json;
+    const maxBytes = upstream.max_response_bytes;
+    sent =
+      set || request.idempotent ? attempts(call, request, set, span, () => transport.fetchWhole(request, maxBytes)) : transport.fetchWhole(request, maxBytes);
+  } catch (err) {
+    span.failed(err);
+    span.end();
+    releaseGate();
+    return Promise.reject(err);
+  }
+  return sent.then(
+    (answer) => {
+      try {
+        return checkedJson(usableAnswer(answer, span));
+      } catch (err) {
+        throw span.failed(err);
+      } finally {
+        span.end();
+        releaseGate();
+      }
+    },
+    (err: unknown) => {
+      const failure = span.failed(failed(err));
+      span.end();
+      releaseGate();
+      throw failure;
+    },
+  );
+}
+
+/** A passthrough call: the answer streamed to the client, the gate released when its body ends. */
+async function proxyPassthrough(
+  upstreams: Upstreams,
+  call: EndpointCall<HttpConfig>,
+  request: ProxiedRequest,
+  set: TargetSet | undefined,
+  span: UpstreamSpan,
+  releaseGate: Release,
+): Promise<unknown> {
   const release = () => {
     span.end();
     releaseGate();
   };
-  // Only an endpoint with targets pays for them.
-  const set = upstream.targets ? upstreams.targets.of(call.endpoint, upstream) : undefined;
   let streaming = false;
   try {
-    if (!upstream.passthrough) {
-      const transport = upstreams.json;
-      const maxBytes = upstream.max_response_bytes;
-      const send =
-        set || request.idempotent ? attempts(call, request, set, span, () => transport.fetchWhole(request, maxBytes)) : transport.fetchWhole(request, maxBytes);
-      return checkedJson(await fetchWhole(send, span));
-    }
     let response: UpstreamResponse;
     try {
       const transport = upstreams.passthrough;
@@ -258,13 +301,7 @@ function passthrough(response: UpstreamResponse, release: Release): StreamedResp
 }
 
 /** The upstream's whole 2xx answer, or the 502 that says why there is none. */
-async function fetchWhole(sent: Promise<UpstreamAnswer>, span: UpstreamSpan): Promise<UpstreamAnswer> {
-  let answer: UpstreamAnswer;
-  try {
-    answer = await sent;
-  } catch (err) {
-    throw failed(err);
-  }
+function usableAnswer(answer: UpstreamAnswer, span: UpstreamSpan): UpstreamAnswer {
   span.answered(answer.status);
   if (answer.status < 200 || answer.status > 299) throw upstreamError('status', new Error(`upstream answered ${answer.status}`), answer.status);
   return answer;

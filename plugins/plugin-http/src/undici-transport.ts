@@ -4,7 +4,17 @@ import { Agent, type Dispatcher } from 'undici';
 import { libraryFailure } from './library-errors.js';
 import { withUpstreamStatus } from './upstream-failure.js';
 import { tlsConnectOptions } from './upstream-tls.js';
-import { answersAnother, bodyTooLarge, exactLength, firstBytes, perGroup, refusedFraming, type UpstreamTransport } from './upstream-transport.js';
+import {
+  answersAnother,
+  bodyTooLarge,
+  exactLength,
+  firstBytes,
+  perGroup,
+  refusedFraming,
+  type UpstreamAnswer,
+  type UpstreamRequest,
+  type UpstreamTransport,
+} from './upstream-transport.js';
 
 /** Origin and path of an upstream URL, parsed once per URL (URLs come from the configuration: few). */
 function originAndPath(cache: Map<string, { origin: string; path: string }>, url: string): { origin: string; path: string } {
@@ -73,6 +83,100 @@ const bindingRequestIds: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
   dispatch(options, new RequestIdBinding(handler, (options.headers as Record<string, string> | undefined)?.['x-request-id']));
 
 /**
+ * One whole answer's exchange, as undici's handler of it (undici calls its methods on it): one object per
+ * call, where a handler literal cost a closure per callback and per state variable on every call.
+ */
+class WholeAnswer implements Dispatcher.DispatchHandler {
+  readonly answer: Promise<UpstreamAnswer>;
+  private resolve!: (answer: UpstreamAnswer) => void;
+  private reject!: (err: Error) => void;
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private status = 0;
+  private settled = false;
+  private abort: ((reason: Error) => void) | undefined = undefined;
+  private goneBeforeConnect: Error | undefined = undefined;
+  private readonly stopWatching: () => void;
+
+  constructor(
+    private readonly request: UpstreamRequest,
+    private readonly maxBytes: number,
+  ) {
+    this.answer = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    this.stopWatching = request.whenClientGone(() => this.clientGone());
+  }
+
+  private clientGone(): void {
+    const gone = Object.assign(new Error('the client closed the connection'), { name: 'AbortError' });
+    if (this.abort) this.abort(gone);
+    else this.goneBeforeConnect = gone;
+  }
+
+  private settle(): void {
+    this.settled = true;
+    this.stopWatching();
+  }
+
+  private fail(err: Error): void {
+    if (this.settled) return;
+    this.settle();
+    const failure = libraryFailure(err);
+    this.reject(this.status ? withUpstreamStatus(failure, this.status) : failure);
+  }
+
+  onConnect(abortExchange: (reason: Error) => void): void {
+    this.abort = abortExchange;
+    if (this.goneBeforeConnect) abortExchange(this.goneBeforeConnect);
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    // Interim answers (100 Continue, 103 Early Hints) come here too; the final one follows.
+    if (statusCode < 200) return true;
+    const another = answersAnother(this.request.headers['x-request-id'], rawHeader(rawHeaders, 'x-request-id'));
+    if (another) {
+      // Aborting a running exchange destroys its connection.
+      this.fail(another);
+      this.abort?.(another);
+      return false;
+    }
+    this.status = statusCode;
+    // A non-2xx answer is refused whatever it says: settled now, its body read and dropped.
+    if (statusCode > 299) {
+      this.settle();
+      this.resolve({ status: statusCode, body: Buffer.alloc(0) });
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.settled) return true;
+    this.size += chunk.length;
+    if (this.size > this.maxBytes) {
+      const tooLarge = bodyTooLarge(`upstream body over ${this.maxBytes} bytes`);
+      this.fail(tooLarge);
+      this.abort?.(tooLarge);
+      return false;
+    }
+    this.chunks.push(chunk);
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.settled) return;
+    this.settle();
+    const { chunks } = this;
+    this.resolve({ status: this.status, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.size) });
+  }
+
+  onError(err: Error): void {
+    this.fail(err);
+  }
+}
+
+/**
  * undici, the same contract: keep-alive connections per origin, no retries, no redirects, bytes as sent.
  * The timeout bounds the wait for the headers and each silence of the body (undici's own timers: a
  * per-request AbortSignal.timeout cost more; docs/performance.md, "The http transport"). Whole answers go through
@@ -128,74 +232,14 @@ export function undiciTransport(): UpstreamTransport {
     },
     fetchWhole(request, maxBytes) {
       const { origin, path } = originAndPath(urls, request.url);
-      return new Promise((resolve, reject) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        let status = 0;
-        let settled = false;
-        let abort: ((reason: Error) => void) | undefined;
-        let goneBeforeConnect: Error | undefined;
-        const settle = () => {
-          settled = true;
-          stopWatching();
-        };
-        const fail = (err: Error) => {
-          if (settled) return;
-          settle();
-          const failure = libraryFailure(err);
-          reject(status ? withUpstreamStatus(failure, status) : failure);
-        };
-        const stopWatching = request.whenClientGone(() => {
-          const gone = Object.assign(new Error('the client closed the connection'), { name: 'AbortError' });
-          if (abort) abort(gone);
-          else goneBeforeConnect = gone;
-        });
-        agents.of(request).agent.dispatch(
+      const exchange = new WholeAnswer(request, maxBytes);
+      agents
+        .of(request)
+        .agent.dispatch(
           { origin, path, method: 'POST', headers: request.headers, body: request.body, headersTimeout: request.timeoutMs, bodyTimeout: request.timeoutMs },
-          {
-            onConnect(abortExchange: (reason: Error) => void) {
-              abort = abortExchange;
-              if (goneBeforeConnect) abortExchange(goneBeforeConnect);
-            },
-            onHeaders(statusCode: number, rawHeaders: Buffer[]) {
-              // Interim answers (100 Continue, 103 Early Hints) come here too; the final one follows.
-              if (statusCode < 200) return true;
-              const another = answersAnother(request.headers['x-request-id'], rawHeader(rawHeaders, 'x-request-id'));
-              if (another) {
-                // Aborting a running exchange destroys its connection.
-                fail(another);
-                abort?.(another);
-                return false;
-              }
-              status = statusCode;
-              // A non-2xx answer is refused whatever it says: settled now, its body read and dropped.
-              if (status < 200 || status > 299) {
-                settle();
-                resolve({ status, body: Buffer.alloc(0) });
-              }
-              return true;
-            },
-            onData(chunk: Buffer) {
-              if (settled) return true;
-              size += chunk.length;
-              if (size > maxBytes) {
-                const tooLarge = bodyTooLarge(`upstream body over ${maxBytes} bytes`);
-                fail(tooLarge);
-                abort?.(tooLarge);
-                return false;
-              }
-              chunks.push(chunk);
-              return true;
-            },
-            onComplete() {
-              if (settled) return;
-              settle();
-              resolve({ status, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
-            },
-            onError: fail,
-          },
+          exchange,
         );
-      });
+      return exchange.answer;
     },
     close: () => {
       for (const { agent } of agents.all()) void agent.destroy();

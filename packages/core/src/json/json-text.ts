@@ -25,10 +25,15 @@ export type JsonTextProblem = 'invalid_json' | 'too_deep';
 export function jsonText(text: string, maxDepth: number): JsonText | JsonTextProblem {
   const problem = checkJson(text, maxDepth);
   if (problem) return problem;
-  const checked = { text };
-  Object.defineProperty(checked, MARK, { value: true });
-  return checked;
+  return new CheckedJson(text);
 }
+
+/** The mark on the prototype: a defineProperty on each answer's object cost a property-map transition per call. */
+class CheckedJson implements JsonText {
+  declare readonly [MARK]: true;
+  constructor(readonly text: string) {}
+}
+Object.defineProperty(CheckedJson.prototype, MARK, { value: true });
 
 const OBJECT = 1;
 const ARRAY = 2;

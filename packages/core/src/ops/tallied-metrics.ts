@@ -90,8 +90,14 @@ export class TalliedHistogram {
 
   observe(labelValues: readonly (string | number)[], value: number): void {
     const buckets = this.series.get(labelValues);
-    const bucket = this.upperBounds.findIndex((bound) => value <= bound);
-    if (bucket !== -1) buckets.counts[bucket]! += 1;
+    // A loop, not findIndex: its callback was a closure over `value` on every request.
+    const bounds = this.upperBounds;
+    for (let i = 0; i < bounds.length; i++) {
+      if (value <= bounds[i]!) {
+        buckets.counts[i]! += 1;
+        break;
+      }
+    }
     buckets.sum += value;
     buckets.count += 1;
   }

@@ -27,7 +27,8 @@ function watchClientGone(ctx: GatewayContext, listener: () => void): () => void 
     return NOTHING_TO_STOP;
   }
   const onClose = () => ctx.res.writableFinished || listener();
-  ctx.res.once('close', onClose);
+  // `on`, not `once`: a response closes once, and once's wrapper (a function, its state and a bind) cost every call.
+  ctx.res.on('close', onClose);
   return () => ctx.res.off('close', onClose);
 }
 

@@ -27,24 +27,39 @@ export interface ExecuteServices extends EndpointCallServices {
  */
 export function executeStep(s: ExecuteServices): Stage<ExecutingState> {
   const noteUndeclared = undeclaredCodeNotes(s.log);
-  return async (ctx) => {
+  // Not async: the plugin's promise and one `then` on it (an async stage cost every call its own promise and a
+  // turn for each await, the answer's included).
+  return (ctx) => {
     const endpoint = ctx.state.endpoint;
     const type = endpoint.type;
     const started = performance.now();
     const upgrade = upgradeOf(ctx.req);
     const settle = upgrade && s.sockets.reserve((ctx.state as ExecutingState & AuthenticatedState).caller.id);
-    let result: unknown;
-    try {
-      result = await type.execute(new GatewayEndpointCall(ctx, s));
-    } catch (thrown) {
-      noteUndeclared(type, thrown);
-      throw thrown;
-    } finally {
+    const ended = (result: unknown) => {
       settle?.(result === UPGRADED ? upgrade!.socket : undefined);
       s.metrics.upstream(endpoint.toolkit, endpoint.path, (performance.now() - started) / 1000);
+    };
+    let running: Promise<unknown>;
+    try {
+      // A plugin's execute may answer a plain value, or throw before its promise: both as an async function's.
+      running = Promise.resolve(type.execute(new GatewayEndpointCall(ctx, s)));
+    } catch (thrown) {
+      running = Promise.reject(thrown);
     }
-    await sendAnswer(ctx, result, s.log);
-    watchStream(ctx, result, upgrade?.socket, s.streamEnds);
+    return running.then(
+      (result) => {
+        ended(result);
+        const sending = sendAnswer(ctx, result, s.log);
+        if (sending) return sending.then(() => watchStream(ctx, result, upgrade?.socket, s.streamEnds));
+        watchStream(ctx, result, upgrade?.socket, s.streamEnds);
+        return undefined;
+      },
+      (thrown: unknown) => {
+        noteUndeclared(type, thrown);
+        ended(undefined);
+        throw thrown;
+      },
+    );
   };
 }
 

@@ -11,6 +11,7 @@ import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { SessionStore } from '../sessions/session-store.js';
 import type { ToolkitRegistry } from '../toolkits/toolkit-registry.js';
+import type { CompiledToolkit } from '../toolkits/compiled-toolkit.js';
 import { routeName } from '../toolkits/route-match.js';
 import { auditCallStep } from './audit-call-step.js';
 import type { AddressedState } from './pipeline-state.js';
@@ -88,15 +89,37 @@ export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly
     .middleware;
 }
 
-/** `tk/<kind>/<toolkit>/<endpoint path>` (a template as written) when the URL names a live endpoint (and the trace's toolkit and endpoint); else the route stays `other`. */
+/** Endpoint paths whose route names one toolkit version keeps: template endpoints' paths are as many as their callers send. */
+const MAX_NAMED_PATHS = 1000;
+
+/** A path's route (`tk/<kind>/<toolkit>/<endpoint path>`) and endpoint path as written, or null: no live endpoint. */
+type NamedRoute = { route: string; path: string } | null;
+
+/**
+ * `tk/<kind>/<toolkit>/<endpoint path>` (a template as written) when the URL names a live endpoint (and the trace's
+ * toolkit and endpoint); else the route stays `other`. Kept per toolkit version and path: the name built and
+ * matched on every call was a string and an iterator or two per request.
+ */
 function nameRoute(registry: ToolkitRegistry): Stage<AddressedState> {
+  const named = new WeakMap<CompiledToolkit, Map<string, NamedRoute>>();
+  const nameOf = (toolkit: CompiledToolkit, kind: string, endpointPath: string): NamedRoute => {
+    let paths = named.get(toolkit);
+    if (!paths) named.set(toolkit, (paths = new Map()));
+    let known = paths.get(endpointPath);
+    if (known === undefined) {
+      const path = routeName(toolkit, endpointPath);
+      known = path === undefined ? null : { route: `tk/${kind}/${toolkit.name}/${path}`, path };
+      if (paths.size < MAX_NAMED_PATHS) paths.set(endpointPath, known);
+    }
+    return known;
+  };
   return (ctx, next) => {
     const { kind, toolkit: name, endpointPath } = ctx.state.address;
     const toolkit = registry.snapshot.get(name);
-    const path = toolkit && toolkit.kind === kind ? routeName(toolkit, endpointPath) : undefined;
-    if (path !== undefined) {
-      ctx.state.route = `tk/${kind}/${name}/${path}`;
-      if (ctx.state.trace.recording) ctx.state.trace.describe({ 'tkgate.toolkit': name, 'tkgate.endpoint': path });
+    const known = toolkit && toolkit.kind === kind ? nameOf(toolkit, kind, endpointPath) : null;
+    if (known) {
+      ctx.state.route = known.route;
+      if (ctx.state.trace.recording) ctx.state.trace.describe({ 'tkgate.toolkit': name, 'tkgate.endpoint': known.path });
     }
     return next();
   };
