@@ -72,7 +72,9 @@ export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): 
   if (declaredLength(ctx) > limit) throw unreadBody(ctx, tooLarge());
   let text: string;
   try {
-    text = await withinBodyTimeout(isPlainDeclared(ctx) ? readDeclaredBody(ctx, declaredLength(ctx)) : readWithKoaBody(ctx, limit), limits.timeoutMs);
+    text = await (isPlainDeclared(ctx)
+      ? readDeclaredBody(ctx, declaredLength(ctx), limits.timeoutMs)
+      : withinBodyTimeout(readWithKoaBody(ctx, limit), limits.timeoutMs));
   } catch (err) {
     if (err instanceof GatewayError) throw unreadBody(ctx, err);
     if ((err as { status?: number }).status === 413) throw unreadBody(ctx, tooLarge());
@@ -109,13 +111,21 @@ const isPlainDeclared = (ctx: GatewayContext): boolean => {
  * Reads a plain body of `length` bytes (Node's parser delivers no more than declared) as UTF-8, a BOM
  * dropped as koa-body's decoder does. koa-body's machinery (raw-body, inflation, co-body) cost a small
  * JSON POST more than its parsing and filtering together (docs/performance.md); it still reads compressed
- * and chunked bodies. A client that stops early gets raw-body's error for it.
+ * and chunked bodies. A client that stops early gets raw-body's error for it. The body timeout is its own
+ * timer, cleared with the listeners: withinBodyTimeout's race and its two promises cost every JSON call.
  */
-function readDeclaredBody(ctx: GatewayContext, length: number): Promise<string> {
+function readDeclaredBody(ctx: GatewayContext, length: number, timeoutMs: number): Promise<string> {
   const req = ctx.req;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(() => {
+            done();
+            reject(requestTimeout(timeoutMs));
+          }, timeoutMs)
+        : undefined;
     const onData = (chunk: Buffer) => {
       received += chunk.length;
       chunks.push(chunk);
@@ -136,6 +146,7 @@ function readDeclaredBody(ctx: GatewayContext, length: number): Promise<string> 
       reject(Object.assign(err, { status: 400 }));
     };
     const done = () => {
+      if (timer) clearTimeout(timer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('close', onClose);
