@@ -75,6 +75,15 @@ const vault = {
     { path: 'job', method: 'POST', type: 'exec', command: [printsJson], env, run: 'async' },
     { path: 'forwarded', method: 'GET', type: 'http', upstream: { url: `${origin}/ok`, forward: 'request', headers } },
     { path: 'fixture', method: 'POST', type: 'http', upstream: { url: `${origin}/ok`, headers: { 'X-Fixture': { secret: 'fixture:alpha' } } } },
+    // One upstream call at a time, none queued: a place not given back would answer the next call 503 busy.
+    {
+      path: 'vault-down',
+      method: 'POST',
+      type: 'http',
+      max_concurrency: 1,
+      max_queue: 0,
+      upstream: { url: `${origin}/ok`, headers: { 'X-Fixture': { secret: 'fixture:unreachable' } } },
+    },
   ],
 };
 
@@ -113,6 +122,18 @@ for (const dialect of dialects) {
       const fixture = await tk.post('vault', 'fixture', {});
       expect(fixture.status).to.equal(200);
       expect(heard.at(-1)!['x-fixture'], "a plugin's scheme").to.equal('fixture-alpha-value');
+    });
+
+    it('answers every call whose secret cannot be read 500, and gives its upstream place back each time', async () => {
+      const tk = toolkitClient(s.gateway.base, await s.login('root'));
+      const before = heard.length;
+      for (let i = 0; i < 3; i++) {
+        const reply = await tk.post('vault', 'vault-down', {});
+        expect(reply.status, `call ${i + 1}: ${JSON.stringify(reply.body)}`).to.equal(500);
+        expect(reply.body.error.code).to.equal('internal_error');
+      }
+      expect(heard.length, 'nothing reached the upstream').to.equal(before);
+      await eventually('the cause in the log', () => s.gateway.output().includes('the fixture vault cannot be reached'));
     });
 
     it('answers a failing upstream, an unreachable one and a failing command without the values', async () => {

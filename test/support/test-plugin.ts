@@ -6,12 +6,22 @@ const plugin: TkgatePlugin = {
   apiVersion: '^1.1',
   register(api) {
     // (1.5) A scheme of its own, as a vault plugin would add one: `{ secret: "fixture:NAME" }` is "fixture-NAME-value";
-    // "fixture:missing" is refused as a vault refuses an unknown path.
+    // "fixture:missing" is refused as a vault refuses an unknown path; "fixture:unreachable" is read at the load, then
+    // fails every read (a vault gone down after it).
     if (api.secrets)
       api.secrets.registerScheme({
         name: 'fixture',
         open(name) {
           if (name === 'missing') throw new Error('no such fixture secret');
+          if (name === 'unreachable') {
+            let reads = 0;
+            return {
+              read: () => {
+                if (reads++ > 0) throw new Error('the fixture vault cannot be reached');
+                return 'fixture-unreachable-value';
+              },
+            };
+          }
           return { read: () => `fixture-${name}-value` };
         },
       });

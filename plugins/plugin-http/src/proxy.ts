@@ -198,12 +198,15 @@ export type Release = () => void;
  */
 export function proxy(upstreams: Upstreams, call: EndpointCall<HttpConfig>, releaseGate: Release): Promise<unknown> {
   const { upstream } = call.config;
-  let span: UpstreamSpan;
+  const span = new UpstreamSpan(call.trace, fixedOf(upstream).target);
   let request: ProxiedRequest;
   try {
-    span = new UpstreamSpan(call.trace, fixedOf(upstream).target);
     request = new ProxiedRequest(call, span.child, upstreams.secretValue);
   } catch (err) {
+    // A secret that cannot be read now (a vault gone down): nothing was sent; the place goes back to the gate.
+    span.failed(err);
+    span.end();
+    releaseGate();
     return Promise.reject(err);
   }
   // Only an endpoint with targets pays for them.
