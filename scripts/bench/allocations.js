@@ -1,7 +1,8 @@
-// node scripts/bench/allocations.js <status|json> [--seconds S] [--rounds R] [--compare DIR]: bytes allocated on the
+// node scripts/bench/allocations.js <status|json|forwarded> [--seconds S] [--rounds R] [--compare DIR]: bytes allocated on the
 // gateway's heap and garbage collections per request under wrk (1 thread, 50 connections), read from V8's own
 // `--trace-gc-nvp` lines (`allocated=` is what the heap took since the collection before), beside bare Koa (status)
-// or bare Koa + undici (json) measured in the same run, in interleaved rounds. Allocation per request does not
+// or bare Koa + undici (json) measured in the same run, in interleaved rounds; `forwarded` (scenario 15): the
+// forwarded GET beside the context POST of json, on the same gateway. Allocation per request does not
 // depend on the machine's load as CPU time does: it is the steadier view of what a request costs the heap
 // (and later the collector). `allocated=` is known only at a collection, so a window's sum is off by up to one
 // young generation at each end: the processes run with a 1 MB semi-space (--max-semi-space-size=1), so that a
@@ -17,8 +18,8 @@ import { login, startTkgate } from './tkgate.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const scenario = process.argv[2];
-if (scenario !== 'status' && scenario !== 'json') {
-  process.stderr.write('usage: node scripts/bench/allocations.js <status|json> [--seconds S] [--rounds R] [--compare DIR]\n');
+if (!['status', 'json', 'forwarded'].includes(scenario)) {
+  process.stderr.write('usage: node scripts/bench/allocations.js <status|json|forwarded> [--seconds S] [--rounds R] [--compare DIR]\n');
   process.exit(2);
 }
 const option = (name) => {
@@ -95,10 +96,23 @@ try {
   const compared = compareDir ? await gatewayOf(path.resolve(compareDir), upstream.url.split(':').pop()) : undefined;
   const jsonPost = (auth) => ({ method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"q":"disk"}' });
   const gatewayLoad = (gw) =>
-    scenario === 'status' ? { url: `${gw.url}/auth/status`, headers: gw.auth } : { url: `${gw.url}/tk/app/bench/json`, ...jsonPost(gw.auth) };
+    scenario === 'status'
+      ? { url: `${gw.url}/auth/status`, headers: gw.auth }
+      : scenario === 'forwarded'
+        ? { url: `${gw.url}/tk/app/bench/forwarded`, headers: gw.auth }
+        : { url: `${gw.url}/tk/app/bench/json`, ...jsonPost(gw.auth) };
   rows.push({ name: 'tkgate', proc: tk, load: gatewayLoad(tk) });
   if (compared) rows.push({ name: `tkgate, --compare ${compareDir}`, proc: compared, load: gatewayLoad(compared) });
-  if (scenario === 'status') {
+  if (scenario === 'forwarded') {
+    // The baseline of scenario 15: the context POST of the same answer, on the same gateways.
+    rows.push({ name: 'tkgate context POST', proc: tk, load: { url: `${tk.url}/tk/app/bench/json`, ...jsonPost(tk.auth) } });
+    if (compared)
+      rows.push({
+        name: `tkgate context POST, --compare ${compareDir}`,
+        proc: compared,
+        load: { url: `${compared.url}/tk/app/bench/json`, ...jsonPost(compared.auth) },
+      });
+  } else if (scenario === 'status') {
     const koa = await startServer('bare-koa.js');
     rows.push({ name: 'bare Koa', proc: koa, load: { url: `${koa.url}/api/auth/status` } });
   } else {

@@ -1,4 +1,4 @@
-// node scripts/bench/profile.js <status|items|json|tiny|file> [--no-profile] [--direct]: one bench scenario against a
+// node scripts/bench/profile.js <status|items|json|forwarded|tiny|file> [--no-profile] [--direct]: one bench scenario against a
 // gateway started with `node --cpu-prof`, under wrk (1 thread, 50 connections, 2 s warm-up, 8 s measured).
 // Prints requests/s, the gateway's CPU time per request, user and system (from /proc, so profiler-free with
 // --no-profile), and the profile's top self time by function and by package. `file --direct` then measures the
@@ -16,6 +16,8 @@ const SCENARIOS = {
   status: '/auth/status',
   items: '/tk/app/bench/items?q=disk',
   json: '/tk/app/bench/json',
+  // Scenario 15: the client's GET forwarded (upstream.forward: request), the same answer as json's.
+  forwarded: '/tk/app/bench/forwarded',
   tiny: '/tk/app/bench/tiny',
   file: '/tk/app/bench/file',
 };

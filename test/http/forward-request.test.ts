@@ -73,6 +73,8 @@ const rest = await startRestService();
 const hostile = await startRawUpstream({
   '/both-lengths': 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
   '/garbage': 'SPDY/9 whatever\r\n\r\n',
+  // The head and 3 of the 100 bytes it announces, then the connection closes.
+  '/cut': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nabc',
 });
 after(async () => {
   await rest.close();
@@ -99,6 +101,9 @@ const toolkit = {
     forward('malformed', `${hostile.url}/both-lengths`, {}, 'GET'),
     forward('garbage', `${hostile.url}/garbage`, {}, 'GET'),
     forward('nobody', 'http://127.0.0.1:1/nothing', {}, 'GET'),
+    forward('cut', `${hostile.url}/cut`, {}, 'GET'),
+    // One call at a time, none waiting: a call that has not let go of its place is a 503.
+    { ...forward('single/*', `${rest.url}/svc`, {}, 'GET'), max_concurrency: 1, max_queue: 0 },
   ],
 };
 
@@ -209,6 +214,35 @@ for (const dialect of dialects) {
         const answer = await call('GET', url(path), { token });
         expect([answer.status, answer.body.error.code, answer.body.error.details.reason], path).to.deep.equal([502, 'upstream_error', 'invalid_response']);
       }
+    });
+
+    it('an answer cut within its body reaches the client as far as it came, then its connection is cut', async () => {
+      const base = new URL(s.gateway.base).pathname;
+      const answer = await rawRequest(
+        s.gateway.port,
+        `GET ${base}/tk/app/inventory/cut HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
+      );
+      expect(answer.status).to.equal(200);
+      expect(answer.head.toLowerCase()).to.include('content-length: 100');
+      expect(answer.body).to.equal('abc');
+    });
+
+    it('a client that leaves mid-download lets go of its place and its upstream exchange', async () => {
+      const leaving = new AbortController();
+      const download = await fetch(url(`single/big/${BIG}`), { headers: { authorization: `Bearer ${token}` }, signal: leaving.signal });
+      expect(download.status).to.equal(200);
+      await download.body!.getReader().read();
+      leaving.abort();
+      // The place is free once the gateway has seen the client go: within a generous deadline on a loaded machine.
+      const deadline = Date.now() + 30_000;
+      let status = 0;
+      while (Date.now() < deadline) {
+        status = (await fetch(url('single/status/200'), { headers: { authorization: `Bearer ${token}` } })).status;
+        if (status === 200) break;
+        expect(status, 'busy while the download holds the place').to.equal(503);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(status).to.equal(200);
     });
 
     it('streams a 50 MB download with the gateway memory bounded (it does not grow with the size)', async () => {

@@ -142,6 +142,21 @@ for (const run of transportRuns) {
         });
       }
 
+    if (run === transportRuns[0])
+      it('forward: request: a well-behaved upstream still gets its connections reused, one per user', async () => {
+        const tokens = { ana: await s.login('ana'), bo: await s.login('bo') };
+        const upstream = upstreams.echo!;
+        const before = upstream.connections.length;
+        for (let round = 0; round < 10; round++) {
+          for (const user of ['ana', 'bo'] as const) {
+            const result = await call(tokens[user], 'forwarded/echo');
+            expect(result, `${user}, round ${round}`).to.include({ status: 200, user, requestId: result.own });
+          }
+        }
+        // One connection per user at most (a kept one may be closed by a timer between two calls on a loaded machine).
+        expect(upstream.connections.length - before, 'connections opened for 20 calls').to.be.at.most(4);
+      });
+
     for (const mode of ['json', 'raw'] as const) {
       const transport = mode === 'json' ? run.json : run.passthrough;
       for (const name of ['same-write', 'deferred', 'echo-deferred']) {

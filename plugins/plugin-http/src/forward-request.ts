@@ -1,11 +1,13 @@
-import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import https from 'node:https';
-import { GatewayError, StreamedResponse, type ChildSpan, type EndpointCall } from '@tkgate/core';
+import { GatewayError, isSecretReference, StreamedResponse, type ChildSpan, type EndpointCall } from '@tkgate/core';
+import { Agent } from 'undici';
 import { configuredHeaders, type SecretValue } from './configured-headers.js';
+import { ForwardedExchange } from './forwarded-exchange.js';
 import type { HttpConfig } from './http-config.js';
+import { libraryFailure } from './library-errors.js';
 import { acrossTargets, type AttemptFailure, type TargetSets } from './targets.js';
 import { neverConnected } from './upstream-failure.js';
-import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
+import { tlsConnectOptions, tlsOf, type UpstreamTls } from './upstream-tls.js';
+import { perGroup } from './upstream-transport.js';
 
 /**
  * `upstream.forward: request`: the client's request itself goes to the upstream (its method, the wildcard's rest
@@ -14,35 +16,24 @@ import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
  * comes back as it is, streamed, without the envelope: its 404 is the client's 404. Only no answer (connection
  * failure, 502), a late one (504 upstream_timeout) or a malformed one (502) is the gateway's.
  *
- * Node's own HTTP client, in a module of its own: the answer is streamed to the client with back-pressure
- * whatever its status, and its parser refuses what RFC 9112 calls malformed (both Content-Length and
- * Transfer-Encoding, bare line feeds, obsolete folding) before a byte reaches the client.
+ * Through undici's dispatcher, over kept connections per user and credentials, with a handler of its own
+ * (forwarded-exchange.ts) that writes the answer into the client's response with back-pressure; undici's parser
+ * refuses what RFC 9112 calls malformed (both Content-Length and Transfer-Encoding, bare line feeds, obsolete
+ * folding) before a byte reaches the client.
  */
 
 /** The methods a forwarding endpoint may list. */
 export const FORWARD_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
-/** Response headers of one connection only (RFC 9110 7.6.1), never passed on; and the gateway's own request id. */
-const NOT_PASSED_BACK = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'proxy-authenticate',
-  'x-request-id',
-]);
 /** Request headers the gateway has dealt with itself: the body is already read, so no 100-continue. */
 const NOT_FORWARDED = new Set(['expect', 'content-type']);
 
 /** The parts of an upstream URL a forwarded request is built from, made once per endpoint version. */
 interface Target {
-  secure: boolean;
+  /** Scheme, host and port, as undici's dispatcher takes them. */
+  origin: string;
   hostname: string;
   port: number;
-  host: string;
   /** The URL's path without a trailing slash, the wildcard's rest goes after it. */
   basePath: string;
   /** The URL's own query ('' when none), before the client's. */
@@ -58,10 +49,9 @@ function targetOf(upstreamUrl: string): Target {
     const url = new URL(upstreamUrl);
     const secure = url.protocol === 'https:';
     target = {
-      secure,
+      origin: url.origin,
       hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
       port: url.port === '' ? (secure ? 443 : 80) : Number(url.port),
-      host: url.host,
       basePath: url.pathname.replace(/\/$/, ''),
       baseQuery: url.search.slice(1),
     };
@@ -96,16 +86,6 @@ export function contextHeader(context: Record<string, unknown>, withPayload: boo
   return Buffer.from(JSON.stringify(withPayload ? { ...rest, payload } : rest)).toString('base64url');
 }
 
-/** The upstream's headers the client gets: all but hop-by-hop ones (and those its Connection names) and X-Request-Id. */
-function headersBack(headers: IncomingHttpHeaders): Record<string, string | string[]> {
-  const named = String(headers.connection ?? '')
-    .split(',')
-    .map((name) => name.trim().toLowerCase());
-  const back: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !NOT_PASSED_BACK.has(name) && !named.includes(name)) back[name] = value;
-  return back;
-}
-
 const upstreamError = (reason: string, cause: unknown) =>
   new GatewayError(502, 'upstream_error', 'the upstream did not give a usable answer', { details: { reason }, cause });
 const upstreamTimeout = (timeoutMs: number, cause?: Error) =>
@@ -121,33 +101,42 @@ function forwardFailure(err: unknown): AttemptFailure {
   return { outcome: 'failed', sent: true };
 }
 
-/** Why a request got no answer: Node's parser codes (HPE_*) mean a malformed one. */
-function failure(err: NodeJS.ErrnoException): GatewayError {
-  return upstreamError(err.code?.startsWith('HPE_') ? 'invalid_response' : 'connection', err);
+/** Why a request got no answer: undici's (and llhttp's) errors in the transports' vocabulary, as the 502 or the 504. */
+function failure(err: Error, timeoutMs: number): GatewayError {
+  if (err.name === 'AbortError') return upstreamError('connection', err);
+  const { reason } = libraryFailure(err);
+  if (reason === 'timeout') return upstreamTimeout(timeoutMs, err);
+  return upstreamError(reason === 'invalid_response' ? 'invalid_response' : 'connection', err);
 }
 
-/** An answer with no body to stream: for HEAD, and the statuses that have none. */
-const bodiless = (method: string, status: number) => method === 'HEAD' || status === 204 || status === 304 || status < 200;
-
-/** A user's keep-alive connections, one pool per scheme (Node's agents keep TLS credentials apart). */
-interface CallerAgents {
-  plain: http.Agent;
-  secure: https.Agent;
-  lastUsed: number;
+/** The endpoint's credentials, the key of the connections its calls share with the same user's: TLS material, configured headers. */
+const groups = new WeakMap<HttpConfig['upstream'], string>();
+function connectionGroupOf(upstream: HttpConfig['upstream'], tls: UpstreamTls | undefined): string {
+  let group = groups.get(upstream);
+  if (group === undefined) {
+    // A secret header joins the group by its reference: the key never holds a secret's value.
+    const credentials = Object.entries(upstream.headers).map(([name, value]) => [
+      name.toLowerCase(),
+      isSecretReference(value) ? `{secret:${value.secret}}` : value,
+    ]);
+    group = JSON.stringify([tls?.id ?? '', ...credentials.sort(([a], [b]) => (a! < b! ? -1 : 1))]);
+    groups.set(upstream, group);
+  }
+  return group;
 }
-
-const inUse = (agent: http.Agent) => Object.keys(agent.sockets).length > 0;
-
-/** A user's connections unused this long are closed, so many users that each call rarely hold no sockets. */
-const CALLER_IDLE_MS = 30_000;
 
 /**
- * Forwards requests over keep-alive connections of its own, never shared between users: whatever an upstream
- * sends out of turn (a late second answer on a kept connection), it can only reach the user it was meant for.
+ * Forwards requests over keep-alive connections never shared between users (nor between endpoints with different
+ * credentials): whatever an upstream sends out of turn (a late second answer on a kept connection), it can only
+ * reach the user it was meant for. undici's agents, one per user and credentials (perGroup), closed gracefully
+ * once unused for 30 s; a kept connection closes after 10 s idle.
  */
 export class RequestForwarder {
-  private readonly agents = new Map<number, CallerAgents>();
-  private readonly sweep = setInterval(() => this.closeIdle(Date.now() - CALLER_IDLE_MS), CALLER_IDLE_MS).unref();
+  private readonly agents = perGroup(
+    (tls) => new Agent({ keepAliveTimeout: 10_000, connections: 256, pipelining: 1, connect: tlsConnectOptions(tls) }),
+    // Closed gracefully: downloads still running finish first.
+    (agent) => (void agent.close(), true),
+  );
 
   constructor(
     private readonly secretValue: SecretValue,
@@ -155,29 +144,8 @@ export class RequestForwarder {
   ) {}
 
   close(): void {
-    clearInterval(this.sweep);
-    for (const agents of this.agents.values()) {
-      agents.plain.destroy();
-      agents.secure.destroy();
-    }
-    this.agents.clear();
-  }
-
-  private agentsOf(caller: number): CallerAgents {
-    let agents = this.agents.get(caller);
-    if (!agents) this.agents.set(caller, (agents = { plain: new http.Agent({ keepAlive: true }), secure: new https.Agent({ keepAlive: true }), lastUsed: 0 }));
-    agents.lastUsed = Date.now();
-    return agents;
-  }
-
-  private closeIdle(before: number): void {
-    for (const [caller, agents] of this.agents) {
-      // A long download keeps its user's agents: only sockets in no request are closed with them.
-      if (agents.lastUsed >= before || inUse(agents.plain) || inUse(agents.secure)) continue;
-      agents.plain.destroy();
-      agents.secure.destroy();
-      this.agents.delete(caller);
-    }
+    for (const agent of this.agents.all()) void agent.destroy();
+    this.agents.close();
   }
 
   /** The upstream's answer as a StreamedResponse; `release` once it is over, whichever way. */
@@ -209,65 +177,55 @@ export class RequestForwarder {
       kind: 'client',
       attributes: { 'http.request.method': call.method, 'server.address': target.hostname, 'server.port': target.port },
     });
-    const headers = this.headersOf(call, incoming, target, span);
-    let over = false;
-    const end = (answered: boolean) => {
-      if (over) return;
-      over = true;
-      span.end();
-      done(answered);
-    };
+    const tls = tlsOf(upstream);
+    const agent = this.agents.of({ connectionGroup: connectionGroupOf(upstream, tls), caller: call.callerId, tls });
     return new Promise<StreamedResponse>((resolve, reject) => {
-      const fail = (err: GatewayError) => {
-        span.setAttribute('error.type', err.code);
-        end(false);
-        reject(err);
-      };
-      const options = {
-        method: call.method,
-        hostname: target.hostname,
-        port: target.port,
-        path: pathOf(target, call.context.path_params as Record<string, unknown> | undefined, incoming.pathRest, incoming.query),
-        headers,
-        ...(target.secure
-          ? { agent: this.agentsOf(call.callerId).secure, ...tlsConnectOptions(tlsOf(upstream), target.hostname) }
-          : { agent: this.agentsOf(call.callerId).plain }),
-      };
-      const request = (target.secure ? https : http).request(options);
       let answered = false;
-      const stopWatching = call.onClientGone(() => request.destroy(Object.assign(new Error('the client closed the connection'), { name: 'AbortError' })));
-      // A socket silent this long, before the answer's head or within its body, ends the exchange.
-      request.setTimeout(timeoutMs, () => {
-        // Still connecting: the request was never sent (another target may have it).
-        const connecting = request.socket?.connecting === true;
-        if (!answered) fail(upstreamTimeout(upstream.timeout, connecting ? Object.assign(new Error('connect timed out'), { event: 'connect' }) : undefined));
-        request.destroy(new Error(`the upstream was silent for ${timeoutMs} ms`));
-      });
-      request.once('error', (err: NodeJS.ErrnoException) => {
-        stopWatching();
-        if (!answered) fail(failure(err));
-        else end(true);
-      });
-      request.once('response', (response: IncomingMessage) => {
-        answered = true;
-        const status = response.statusCode ?? 502;
-        span.setAttribute('http.response.status_code', status);
-        response.once('close', () => {
+      let connectTimer: NodeJS.Timeout | undefined;
+      const exchange = new ForwardedExchange({
+        answered(status, headers, body) {
+          answered = true;
+          span.setAttribute('http.response.status_code', status);
+          resolve(new StreamedResponse(body, headers, status));
+        },
+        failed(err) {
+          const gatewayError = failure(err, upstream.timeout);
+          span.setAttribute('error.type', gatewayError.code);
+          reject(gatewayError);
+        },
+        over() {
+          clearTimeout(connectTimer);
           stopWatching();
-          end(true);
-        });
-        if (bodiless(call.method, status)) response.resume();
-        resolve(new StreamedResponse(response, headersBack(response.headers), status));
+          span.end();
+          done(answered);
+        },
       });
-      request.end(incoming.body?.bytes);
+      const stopWatching = call.onClientGone(() => exchange.abort(Object.assign(new Error('the client closed the connection'), { name: 'AbortError' })));
+      agent.dispatch(
+        {
+          origin: target.origin,
+          path: pathOf(target, call.context.path_params as Record<string, unknown> | undefined, incoming.pathRest, incoming.query),
+          method: call.method as 'GET',
+          headers: this.headersOf(call, incoming, span),
+          body: incoming.body?.bytes ?? null,
+          // A silence this long, before the answer's head or within its body, ends the exchange.
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+        },
+        exchange,
+      );
+      // No kept connection was free: the wait for one (a connect, or a place) counts against the timeout too.
+      if (!exchange.connected)
+        connectTimer = setTimeout(() => {
+          if (!exchange.connected) exchange.abort(Object.assign(new Error('connect timed out'), { code: 'UND_ERR_CONNECT_TIMEOUT', event: 'connect' }));
+        }, timeoutMs);
     });
   }
 
-  private headersOf(call: EndpointCall<HttpConfig>, incoming: EndpointCall<HttpConfig>['incoming'], target: Target, span: ChildSpan) {
+  private headersOf(call: EndpointCall<HttpConfig>, incoming: EndpointCall<HttpConfig>['incoming'], span: ChildSpan) {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(incoming.headers)) if (!NOT_FORWARDED.has(name)) headers[name] = value;
     Object.assign(headers, configuredHeaders(call.config.upstream.headers, this.secretValue));
-    headers.host = target.host;
     headers['tkgate-context'] = contextHeader(call.context, false);
     headers['x-request-id'] = call.requestId;
     headers.traceparent = span.traceparent;

@@ -171,7 +171,7 @@ const GROUP_IDLE_MS = 30_000;
 export function perGroup<T>(
   make: (tls: UpstreamTls | undefined) => T,
   retire: (agent: T) => boolean,
-): { of(request: UpstreamRequest): T; all(): Iterable<T>; close(): void } {
+): { of(request: Pick<UpstreamRequest, 'connectionGroup' | 'caller' | 'tls'>): T; all(): Iterable<T>; close(): void } {
   // By credentials, then by caller: the first key is one string per endpoint (its hash kept), the second a number.
   const groups = new Map<string, Map<number, { agent: T; used: boolean }>>();
   const sweep = setInterval(() => {
