@@ -102,6 +102,13 @@ const dashboard = {
       type: 'http',
       upstream: { url: `http://127.0.0.1:${(feed.address() as AddressInfo).port}/feed`, forward: 'request', timeout: '5s' },
     },
+    // The same feed as a passthrough download (the context POSTed, the answer streamed by the gateway's own reader).
+    {
+      path: 'feed-passthrough',
+      method: 'GET',
+      type: 'http',
+      upstream: { url: `http://127.0.0.1:${(feed.address() as AddressInfo).port}/feed`, passthrough: true, timeout: '5s' },
+    },
   ],
 };
 
@@ -319,14 +326,16 @@ for (const dialect of dialects) {
       await eventually('the upstream socket closed', () => echo.closes.some(([code]) => code === 4401));
     });
 
-    it('revoking an API key on one instance cuts a download it holds on the other', async () => {
+    it('revoking an API key on one instance cuts the downloads it holds on the other, forwarded and passthrough', async () => {
       const session = await s.login('bo');
       const created = await apiKeyClient(s.gateway.base).create(session, { name: 'feed reader' });
       expect(created.status).to.equal(201);
       const { key, id } = created.body.data as { key: string; id: string };
       const download = await heldDownload(`${other.base}/tk/app/dash/feed`, key);
+      const passthrough = await heldDownload(`${other.base}/tk/app/dash/feed-passthrough`, key);
       expect((await apiKeyClient(s.gateway.base).revoke(session, id)).status).to.equal(200);
       expect(await download.end).to.be.oneOf(['cut', 'ended']);
+      expect(await passthrough.end, 'the passthrough download').to.be.oneOf(['cut', 'ended']);
     });
   });
 }

@@ -49,7 +49,12 @@ export function executeStep(s: ExecuteServices): Stage<ExecutingState> {
     return running.then(
       (result) => {
         ended(result);
+        // A download is watched before it is sent: a body the plugin writes itself is sent within sendAnswer's
+        // promise, which settles only at the download's end.
+        const streamed = result instanceof StreamedResponse;
+        if (streamed) watchStream(ctx, result, upgrade?.socket, s.streamEnds);
         const sending = sendAnswer(ctx, result, s.log);
+        if (streamed) return sending;
         if (sending) return sending.then(() => watchStream(ctx, result, upgrade?.socket, s.streamEnds));
         watchStream(ctx, result, upgrade?.socket, s.streamEnds);
         return undefined;
