@@ -84,6 +84,14 @@ const vault = {
       max_queue: 0,
       upstream: { url: `${origin}/ok`, headers: { 'X-Fixture': { secret: 'fixture:unreachable' } } },
     },
+    {
+      path: 'vault-down-forwarded',
+      method: 'GET',
+      type: 'http',
+      max_concurrency: 1,
+      max_queue: 0,
+      upstream: { url: `${origin}/ok`, forward: 'request', headers: { 'X-Fixture': { secret: 'fixture:unreachable' } } },
+    },
   ],
 };
 
@@ -128,9 +136,10 @@ for (const dialect of dialects) {
       const tk = toolkitClient(s.gateway.base, await s.login('root'));
       const before = heard.length;
       for (let i = 0; i < 3; i++) {
-        const reply = await tk.post('vault', 'vault-down', {});
-        expect(reply.status, `call ${i + 1}: ${JSON.stringify(reply.body)}`).to.equal(500);
-        expect(reply.body.error.code).to.equal('internal_error');
+        for (const reply of [await tk.post('vault', 'vault-down', {}), await tk.get('vault', 'vault-down-forwarded')]) {
+          expect(reply.status, `call ${i + 1}: ${JSON.stringify(reply.body)}`).to.equal(500);
+          expect(reply.body.error.code).to.equal('internal_error');
+        }
       }
       expect(heard.length, 'nothing reached the upstream').to.equal(before);
       await eventually('the cause in the log', () => s.gateway.output().includes('the fixture vault cannot be reached'));

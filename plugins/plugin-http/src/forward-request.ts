@@ -179,6 +179,15 @@ export class RequestForwarder {
     });
     const tls = tlsOf(upstream);
     const agent = this.agents.of({ connectionGroup: connectionGroupOf(upstream, tls), caller: call.callerId, tls });
+    let headers: ReturnType<RequestForwarder['headersOf']>;
+    try {
+      headers = this.headersOf(call, incoming, span);
+    } catch (err) {
+      // A secret that cannot be read now (a vault gone down): nothing was sent; the place goes back to the gate.
+      span.end();
+      done(false);
+      return Promise.reject(err);
+    }
     return new Promise<StreamedResponse>((resolve, reject) => {
       let answered = false;
       let connectTimer: NodeJS.Timeout | undefined;
@@ -206,7 +215,7 @@ export class RequestForwarder {
           origin: target.origin,
           path: pathOf(target, call.context.path_params as Record<string, unknown> | undefined, incoming.pathRest, incoming.query),
           method: call.method as 'GET',
-          headers: this.headersOf(call, incoming, span),
+          headers,
           body: incoming.body?.bytes ?? null,
           // A silence this long, before the answer's head or within its body, ends the exchange.
           headersTimeout: timeoutMs,
