@@ -2,10 +2,11 @@
 // request of the gateway and of the bare baselines (bare Koa, fast-gateway; bare Koa + undici for json) under wrk's
 // 50 connections, in turns. Where a gateway's CPU per request goes between its JavaScript and its system calls.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { processCpuMs } from './cpu.js';
 import { freePort, startProcess } from './processes.js';
 import { login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
 
@@ -18,11 +19,6 @@ const seconds = Number(option('--seconds', 4));
 const compare = option('--compare');
 // --env K=V (repeatable): a second tkgate of this build with that environment, measured in the same turns.
 const env = Object.fromEntries(args.flatMap((arg, i) => (args[i - 1] === '--env' ? [arg.split('=')] : [])));
-
-function cpu(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
-}
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tkgate-split-'));
 const upstreamPort = await freePort();
@@ -66,9 +62,9 @@ const totals = new Map(targets.map((t) => [t.name, { user: 0, system: 0, request
 for (const t of targets) wrk(t, 2);
 for (let r = 0; r < rounds; r++)
   for (const t of targets) {
-    const before = cpu(t.proc.pid);
+    const before = processCpuMs(t.proc.pid);
     const out = wrk(t, seconds);
-    const after = cpu(t.proc.pid);
+    const after = processCpuMs(t.proc.pid);
     const requests = Number(out.match(/(\d+) requests in/)[1]);
     if (/Non-2xx/.test(out)) throw new Error(`${t.name} answered errors:\n${out}`);
     const sum = totals.get(t.name);

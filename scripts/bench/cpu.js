@@ -13,6 +13,12 @@ export function machineBusyMs() {
   return (user + nice + system + irq + softirq + (steal ?? 0)) * TICK_MS;
 }
 
+/** User and system (kernel: syscalls, the loopback's copies) CPU time one process has used so far, in ms. */
+export function processCpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return { user: Number(fields[11]) * TICK_MS, system: Number(fields[12]) * TICK_MS };
+}
+
 /** pid -> { ppid, ms } where ms is the process's own CPU plus that of its children it has reaped. */
 function processTable() {
   const table = new Map();

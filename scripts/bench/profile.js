@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { processCpuMs } from './cpu.js';
 import { freePort, startProcess } from './processes.js';
 import { login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
 
@@ -30,14 +31,8 @@ const profiling = !process.argv.includes('--no-profile');
 
 /** CPU time (user + system) the process has used, in ms. */
 function cpuMs(pid) {
-  const { user, system } = cpuSplitMs(pid);
+  const { user, system } = processCpuMs(pid);
   return user + system;
-}
-
-/** User and system (kernel: syscalls, the loopback's copies) CPU time, in ms. */
-function cpuSplitMs(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
 }
 
 /** Self time per key, as percentages of the profile, highest first. */
@@ -134,9 +129,9 @@ try {
       `${gateway.base}${SCENARIOS[scenario]}`,
     ]).toString();
   wrk(2);
-  const before = cpuSplitMs(gateway.pid);
+  const before = processCpuMs(gateway.pid);
   const output = wrk(8);
-  const after = cpuSplitMs(gateway.pid);
+  const after = processCpuMs(gateway.pid);
   const used = after.user + after.system - before.user - before.system;
   const rps = Number(output.match(/Requests\/sec:\s+([\d.]+)/)[1]);
   const perRequest = (ms) => ((ms * 1000) / (rps * 8)).toFixed(1);
