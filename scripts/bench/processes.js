@@ -120,6 +120,21 @@ export function sampleRss(pid) {
   };
 }
 
+/**
+ * Whether this process runs under a real-time policy (`chrt -f`/`-r`: field 41 of /proc/self/stat is 1 or 2),
+ * which every child inherits. A cluster of tkgate workers started so never finishes starting on 2 cores: its
+ * primary and workers, at one fixed priority, keep the cores from the threads they wait for.
+ */
+export function realtimeScheduled() {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const policy = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]);
+    return policy === 1 || policy === 2;
+  } catch {
+    return false;
+  }
+}
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Whether a command is installed: it runs `command ...versionArgs` and exits 0. */

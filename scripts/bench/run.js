@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { loadGenerator, runLoad } from './load.js';
 import { measureInterleaved } from './measure.js';
 import { ensurePeersInstalled } from './peers.js';
-import { freePort, rssMb, sampleRss, sleep, startProcess } from './processes.js';
+import { freePort, realtimeScheduled, rssMb, sampleRss, sleep, startProcess } from './processes.js';
 import { printTable, writeReports } from './report.js';
 import { caddyInstalled, startCaddy } from './servers/caddy.js';
 import { nginxInstalled, startNginx } from './servers/nginx.js';
@@ -61,11 +61,11 @@ const started = [];
 const track = (proc) => (started.push(proc), proc);
 const round = (n, digits = 1) => (Number.isFinite(n) ? Number(n.toFixed(digits)) : null);
 
-/** A node server of scripts/bench/servers on a free port, ready when it prints `ready`. */
-async function startServer(script, env = {}) {
+/** A node server of scripts/bench/servers on a free port, ready when it prints `ready`; `nodeArgs` go before the script. */
+async function startServer(script, env = {}, nodeArgs = []) {
   const port = await freePort();
   const proc = track(
-    await startProcess(process.execPath, [path.join(here, 'servers', script)], {
+    await startProcess(process.execPath, [...nodeArgs, path.join(here, 'servers', script)], {
       env: { PORT: String(port), ...env },
       ready: (l) => l.startsWith('ready'),
       timeoutMs: 30_000,
@@ -138,7 +138,9 @@ async function main() {
   let gateway = track(await startTkgate(config));
   const token = await login(gateway.base);
   const auth = { authorization: `Bearer ${token}` };
-  const twoWorkers = PLAN.extras && (runs(1) || runs(3)) ? track(await startTkgate(config, [], { TKGATE_WORKERS: '2' })) : undefined;
+  const realtime = realtimeScheduled();
+  if (realtime) log('real-time scheduling (chrt): the "workers: 2" rows are skipped, a cluster does not start under it\n');
+  const twoWorkers = PLAN.extras && !realtime && (runs(1) || runs(3)) ? track(await startTkgate(config, [], { TKGATE_WORKERS: '2' })) : undefined;
   // The other build gets a database of its own, made by its own bench code: an older build refuses a schema
   // with migrations it does not know.
   const compared = compareBin ? track(await startComparedBuild(compareBin, upstream.port)) : undefined;
@@ -419,11 +421,15 @@ async function main() {
     const count = mode === 'full' ? 9_900 : mode === 'quick' ? 2_000 : 200;
     log(`16. memory: ${count.toLocaleString('en')} idle WebSockets\n`);
     const rows = await websocketMemoryRows({ dir, config, count, track, startServer, settledRss, log });
-    const ratio = rows[0].kb_per_pair / rows[1].kb_per_pair;
+    const held = rows[0].kb_per_pair_collected / rows[1].kb_per_pair_collected;
+    const settled = rows[0].kb_per_pair / rows[1].kb_per_pair;
     results.push({
       scenario: `16. memory: ${count.toLocaleString('en')} idle relayed WebSockets`,
       rows,
-      goals: [{ goal: 'KB per socket pair <= 1.2x bare ws relay', ratio: round(ratio, 2), met: mode === 'smoke' ? null : ratio <= 1.2 }],
+      goals: [
+        { goal: 'KB per socket pair (RSS after a full collection) <= 1.2x bare ws relay', ratio: round(held, 2), met: mode === 'smoke' ? null : held <= 1.2 },
+        { goal: 'KB per socket pair (RSS settled, garbage not yet collected included) vs bare ws relay (reported)', ratio: round(settled, 2), met: null },
+      ],
     });
   }
 
