@@ -30,14 +30,14 @@ export function websocketConfig(dir, config, upstreamPort, maxPerUser, name = 'w
 }
 
 /**
- * Starts them; `name` keeps each scenario's toolkits and config apart, `maxPerUser` is websocket.max_per_user.
- * Resolves to { gateway, relay, tkgateUrl, relayUrl, auth, stop }.
+ * Starts them; `name` keeps each scenario's toolkits and config apart, `maxPerUser` is websocket.max_per_user,
+ * `nodeArgs` go to both relays' node (not the upstream's). Resolves to { gateway, relay, tkgateUrl, relayUrl, auth, stop }.
  */
-export async function startWebsocketRelays({ dir, config, name, maxPerUser, track, startServer }) {
+export async function startWebsocketRelays({ dir, config, name, maxPerUser, track, startServer, nodeArgs = [] }) {
   const upstream = await startServer('ws-upstream.js');
-  const relay = await startServer('ws-relay.js', { UPSTREAM_PORT: String(upstream.port) });
+  const relay = await startServer('ws-relay.js', { UPSTREAM_PORT: String(upstream.port) }, nodeArgs);
   const file = websocketConfig(dir, config, upstream.port, maxPerUser, name);
-  const gateway = track(await startTkgate(file));
+  const gateway = track(await startTkgate(file, nodeArgs));
   const stop = async () => {
     await gateway.stop();
     await relay.stop();
