@@ -36,6 +36,8 @@ const hosts = {
       pseudo_querys: [{ select: 'items', columns: ['title', 'status'], where: { title: '$path.title' } }],
     },
     echo('orders/{status}', 'GET', { inject_db_context: ['orders.total?status=$path.status'] }),
+    // A valid parameter name that an object's prototype setter would swallow.
+    echo('protos/{__proto__}'),
   ],
 };
 
@@ -70,6 +72,10 @@ for (const dialect of dialects) {
       expect(rest.body.data.path_params).to.deep.equal({ '*': 'special/a/b c.txt' });
       const empty = await client.get('hosts', 'files');
       expect(empty.body.data.path_params).to.deep.equal({ '*': '' });
+      const proto = await client.get('hosts', 'protos/x');
+      expect(proto.status).to.equal(200);
+      expect(Object.keys(proto.body.data.path_params)).to.deep.equal(['__proto__']);
+      expect(Object.getOwnPropertyDescriptor(proto.body.data.path_params, '__proto__')?.value).to.equal('x');
     });
 
     it('percent-encoded values are decoded; a value outside one segment of [A-Za-z0-9._~-] is 400 naming path.<name>', async () => {

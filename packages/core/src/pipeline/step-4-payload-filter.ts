@@ -52,8 +52,9 @@ export function payloadFilterStep(server: BodyLimits): Stage<FilteringState, Pay
 function filterPath(ctx: GatewayContext<FilteringState>): void {
   const { endpoint, pathMatch } = ctx.state;
   const { params, problems } = decodePathParams(endpoint.template!, pathMatch ?? { values: [], remainder: '' });
-  if (problems.length === 0) problems.push(...applyPathRules(endpoint.clientFilter, params));
   if (problems.length > 0) throw invalidPayload(problems);
+  const ruleProblems = endpoint.clientFilter.pathRules.size > 0 ? applyPathRules(endpoint.clientFilter, params) : [];
+  if (ruleProblems.length > 0) throw invalidPayload(ruleProblems);
   (ctx.state as FilteringState & PayloadFiltered).pathParams = params;
 }
 

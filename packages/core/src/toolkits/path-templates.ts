@@ -87,23 +87,45 @@ const CLIMBS = /(^|[/\\])\.\.?($|[/\\])/;
 
 /**
  * The parameters' values, percent-decoded and checked: a `{name}` one segment of [A-Za-z0-9._~-], a remainder
- * without `.` or `..` segments (it must not climb above the upstream's base path) and validly encoded.
+ * without `.` or `..` segments (it must not climb above the upstream's base path) and validly encoded. Per call it
+ * makes the params object and, only for a bad path, the problems. The params are a plain object, as the context's
+ * other fields are (`Object.create(null)` starts in V8's dictionary mode); `__proto__`, a valid name, is defined
+ * rather than assigned, which would set the prototype.
  */
 export function decodePathParams(template: PathTemplate, match: PathMatch): { params: Record<string, string>; problems: FieldProblem[] } {
-  const params = Object.create(null) as Record<string, string>;
-  const problems: FieldProblem[] = [];
-  template.params.forEach((name, index) => {
+  const params: Record<string, string> = {};
+  let problems: FieldProblem[] = NO_PROBLEMS;
+  const names = template.params;
+  for (let index = 0; index < names.length; index++) {
+    const name = names[index]!;
     const raw = name === '*' ? match.remainder : match.values[index]!;
     const decoded = name === '*' ? decodeRemainder(raw) : decodeSegment(raw);
-    const field = `path.${name}`;
-    if (decoded === undefined) problems.push({ field, rule: 'encoding', message: `${field} is not validly percent-encoded` });
-    else if (name !== '*' && !PARAM_VALUE.test(decoded))
-      problems.push({ field, rule: 'segment', message: `${field} must be one segment of A-Z a-z 0-9 . _ ~ -` });
-    else if (name === '*' && raw.split('/').some((segment) => CLIMBS.test(decodeSegment(segment) ?? ''))) {
-      problems.push({ field, rule: 'segment', message: `${field} may not hold . or .. segments` });
-    } else params[name] = decoded;
-  });
+    const problem = decoded === undefined ? 'encoding' : name === '*' ? climbs(raw) : PARAM_VALUE.test(decoded) ? undefined : 'segment';
+    if (problem === undefined) setParam(params, name, decoded!);
+    else (problems === NO_PROBLEMS ? (problems = []) : problems).push(pathProblem(name, problem));
+  }
   return { params, problems };
+}
+
+const NO_PROBLEMS: FieldProblem[] = [];
+Object.freeze(NO_PROBLEMS);
+
+function setParam(params: Record<string, string>, name: string, value: string): void {
+  if (name === '__proto__') Object.defineProperty(params, name, { value, enumerable: true, writable: true, configurable: true });
+  else params[name] = value;
+}
+
+/** 'segment' when a remainder (as received) has a `.` or `..` segment, also percent-encoded or behind an encoded slash. */
+function climbs(raw: string): 'segment' | undefined {
+  return raw.split('/').some((segment) => CLIMBS.test(decodeSegment(segment) ?? '')) ? 'segment' : undefined;
+}
+
+function pathProblem(name: string, problem: 'encoding' | 'segment'): FieldProblem {
+  const field = `path.${name}`;
+  if (problem === 'encoding') return { field, rule: 'encoding', message: `${field} is not validly percent-encoded` };
+  return name === '*'
+    ? { field, rule: 'segment', message: `${field} may not hold . or .. segments` }
+    : { field, rule: 'segment', message: `${field} must be one segment of A-Z a-z 0-9 . _ ~ -` };
 }
 
 function decodeSegment(raw: string): string | undefined {
