@@ -1,4 +1,4 @@
-// node scripts/bench/instructions.js <status|items|paged|paged-defaults|json|forwarded|tiny|file> [--requests N] [--clients C] [--compare DIR [--baseline-first]] [--baseline SCRIPT] [--env K=V ...]
+// node scripts/bench/instructions.js <status|items|paged|paged-defaults|json|forwarded|exact-path|template-path|tiny|file> [--requests N] [--clients C] [--compare DIR [--baseline-first]] [--baseline SCRIPT] [--env K=V ...]
 //   [--credential session|api_key|both]:
 // the gateway's CPU instructions per request, counted by valgrind's callgrind (user space: the kernel's
 // share, the system calls, is not counted). Unlike requests/s and CPU time, the count hardly moves with
@@ -30,6 +30,8 @@ const ROUTES = {
   'paged-defaults': { path: '/tk/app/bench/items-page?q=disk' },
   json: { path: '/tk/app/bench/json', body: '{"q":"disk"}' },
   forwarded: { path: '/tk/app/bench/forwarded' },
+  'exact-path': { path: '/tk/app/bench/hosts/web-1/services/api' },
+  'template-path': { path: '/tk/app/bench/hosts/web-2/services/api' },
   tiny: { path: '/tk/app/bench/tiny' },
   file: { path: '/tk/app/bench/file' },
 };

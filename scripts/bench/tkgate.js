@@ -58,6 +58,10 @@ function toolkit(upstreamPort, tinyScript, targetPorts = []) {
       ITEMS_ENDPOINT,
       PAGED_ENDPOINT,
       { path: 'json', method: 'POST', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/json` } },
+      // The same GET as an exact path and as a template (instructions.js exact-path, template-path: scenario 14's
+      // two gateways in one, counted steadily).
+      { path: 'hosts/web-1/services/api', method: 'GET', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/json` } },
+      { path: 'hosts/{host}/services/{service}', method: 'GET', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/json` } },
       // The client's GET itself forwarded (scenario 15), to the same answer as json's context POST.
       { path: 'forwarded', method: 'GET', type: 'http', upstream: { url: `http://127.0.0.1:${upstreamPort}/json`, forward: 'request' } },
       ...balanced,
