@@ -63,8 +63,9 @@ async function collectedRss(proc) {
  * sockets hold), each against the same reading with no socket open.
  */
 async function measure(name, proc, url, count, headers, settledRss, log) {
-  const empty = await settledRss(proc.pid);
+  // Collected first: a collection between the two settled readings would count its own release against them.
   const emptyCollected = await collectedRss(proc);
+  const empty = await settledRss(proc.pid);
   const sockets = await openSockets(url, count, headers);
   const full = await settledRss(proc.pid);
   const fullCollected = await collectedRss(proc);
