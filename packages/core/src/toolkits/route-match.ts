@@ -14,20 +14,15 @@ export function matchRoute(toolkit: CompiledToolkit, endpointPath: string, metho
   // A template's own text (`hosts/{host}`) sent literally is not that template's exact path.
   const exact = byMethod?.get(method);
   if (exact && !exact.template) return { endpoint: exact };
-  const exactPath = byMethod !== undefined && !byMethod.values().next().value?.template;
-  if (toolkit.templates.length > 0) {
-    const parts = endpointPath.split('/');
-    for (const route of toolkit.templates) {
-      const path = matchTemplate(route.template, parts);
-      const endpoint = path && route.byMethod.get(method);
-      if (endpoint) return { endpoint, path };
-    }
-  }
-  // No endpoint takes the method: the methods the matching paths take (405), else 404. Only here is the list made.
-  const allowed = exactPath ? [...byMethod.keys()] : [];
-  if (toolkit.templates.length > 0) {
-    const parts = endpointPath.split('/');
-    for (const route of toolkit.templates) if (matchTemplate(route.template, parts)) allowed.push(...route.byMethod.keys());
+  const allowed = byMethod && !byMethod.values().next().value?.template ? [...byMethod.keys()] : [];
+  if (toolkit.templates.length === 0) return allowed.length > 0 ? { allowed } : undefined;
+  const parts = endpointPath.split('/');
+  for (const route of toolkit.templates) {
+    const path = matchTemplate(route.template, parts);
+    if (!path) continue;
+    const endpoint = route.byMethod.get(method);
+    if (endpoint) return { endpoint, path };
+    allowed.push(...route.byMethod.keys());
   }
   return allowed.length > 0 ? { allowed: [...new Set(allowed)] } : undefined;
 }
