@@ -18,7 +18,7 @@ const rounds = Number(option('--rounds', 3));
 const seconds = Number(option('--seconds', 4));
 const compare = option('--compare');
 // --env K=V (repeatable): a second tkgate of this build with that environment, measured in the same turns.
-const env = Object.fromEntries(args.flatMap((arg, i) => (args[i - 1] === '--env' ? [arg.split('=')] : [])));
+const env = Object.fromEntries(args.flatMap((arg, i) => (args[i - 1] === '--env' ? [[arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]] : [])));
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tkgate-split-'));
 const upstreamPort = await freePort();

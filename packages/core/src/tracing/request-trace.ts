@@ -23,14 +23,25 @@ export function remoteParentOf(headers: IncomingHttpHeaders): RemoteParent | und
   return typeof traceparent === 'string' ? parseTraceparent(traceparent, headers.tracestate) : undefined;
 }
 
-/** A child operation when nothing is recorded: its own span id for the callee, the caller's sampled flag and tracestate. */
+/**
+ * A child operation when nothing is recorded: its own span id for the callee, the caller's sampled flag and
+ * tracestate. The span id is drawn when a callee is told (the traceparent read): an internal endpoint's span
+ * has no callee, and with tracing off it cost the span id and the request's trace id for nothing.
+ */
 class UnrecordedSpan implements ChildSpan {
-  readonly traceparent: string;
-  readonly tracestate: string | undefined;
+  private madeTraceparent?: string;
 
-  constructor(traceId: string, parent: RemoteParent | undefined) {
-    this.traceparent = formatTraceparent(traceId, newSpanId(), parent !== undefined && (parent.flags & 1) === 1);
-    this.tracestate = parent?.tracestate;
+  constructor(
+    private readonly request: UnrecordedRequest,
+    private readonly parent: RemoteParent | undefined,
+  ) {}
+
+  get traceparent(): string {
+    return (this.madeTraceparent ??= formatTraceparent(this.request.traceId, newSpanId(), this.parent !== undefined && (this.parent.flags & 1) === 1));
+  }
+
+  get tracestate(): string | undefined {
+    return this.parent?.tracestate;
   }
 
   setAttribute(): void {}
@@ -55,7 +66,7 @@ export class UnrecordedRequest implements RequestTrace {
   }
 
   startSpan(_name: string, _options?: SpanOptions): ChildSpan {
-    return new UnrecordedSpan(this.traceId, this.parent);
+    return new UnrecordedSpan(this, this.parent);
   }
 
   describe(): void {}
