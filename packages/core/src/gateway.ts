@@ -10,7 +10,7 @@ import { ConfigError, type ServerConfig } from './config/server-config.js';
 import { openDatabase, type Database } from './db/connect.js';
 import { describeDatabaseError } from './db/database-errors.js';
 import { migrateToLatest } from './db/migrate.js';
-import { openPreparedReads } from './db/prepared-reads.js';
+import { openPreparedReads, type PreparedReads } from './db/prepared-reads.js';
 import { createListener } from './http/listener.js';
 import { serveUpgrades } from './http/upgrade.js';
 import type { Logger } from './log.js';
@@ -217,7 +217,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
 
     const limiter = new LoginLimiter(db, config.auth.login_max_failures, config.auth.login_window_ms);
     const audit = new AuditTrail(db, { log, failed: () => metrics.auditWriteFailure() });
-    const rateLimitCounters = await openRateLimitCounters(config, db, log);
+    const rateLimitCounters = await openRateLimitCounters(config, db, reads, log);
     cleanups.push(() => rateLimitCounters.close());
     const housekeeping = startHousekeeping(sessions, limiter, db, config, log);
     cleanups.push(() => clearInterval(housekeeping));
@@ -368,9 +368,9 @@ function startHousekeeping(sessions: SessionStore, limiter: LoginLimiter, db: Da
 }
 
 /** Where rate-limit budgets are counted: Redis is connected now (or retried in the background while down). */
-function openRateLimitCounters(config: ServerConfig, db: Database, log: Logger): Promise<RateLimitCounters> | RateLimitCounters {
+function openRateLimitCounters(config: ServerConfig, db: Database, reads: PreparedReads, log: Logger): Promise<RateLimitCounters> | RateLimitCounters {
   if (config.rate_limits.store === 'redis') return redisCounters(config.rate_limits.redis_url, config.db.timeout_ms, log);
-  return databaseCounters(db, config.db);
+  return databaseCounters(db, config.db, reads);
 }
 
 /** Live sessions in the database (tkgate_sessions), counted when metrics are scraped. */

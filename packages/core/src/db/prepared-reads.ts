@@ -43,6 +43,14 @@ export interface PreparedReads {
    * "Reads on the request path").
    */
   dataVersion(): number | undefined;
+  /**
+   * SQLite only (undefined elsewhere): a write statement on the reads' own connection, for rows no cached read
+   * selects (rate-limit budgets), run for a list of bound values in one transaction (one commit for the list),
+   * answering each run's first row. SQLite moves data_version for other connections' commits only, so these
+   * writes leave every cache of this gateway standing; through a connection of their own, each one emptied the
+   * session, group and select caches for the next turn (docs/performance.md, "Rate limits").
+   */
+  prepareUncachedWrite<Row>(sql: string): ((runs: ReadonlyArray<readonly unknown[]>) => Array<Row | undefined>) | undefined;
   close(): void;
 }
 
@@ -147,8 +155,10 @@ const sqliteValue = (value: unknown) => (typeof value === 'boolean' ? Number(val
 
 export function openPreparedReads(db: Database, config: ServerConfig['db']): PreparedReads {
   if (config.client === 'sqlite') {
-    const connection = new Sqlite(config.filename, { readonly: true, fileMustExist: true });
+    // Not read-only: prepareUncachedWrite's statements write through it (the reads themselves are knex selects).
+    const connection = new Sqlite(config.filename, { fileMustExist: true });
     connection.pragma(`busy_timeout = ${sqliteBusyMs(config)}`);
+    connection.pragma('synchronous = NORMAL');
     const dataVersionStatement = connection.prepare('PRAGMA data_version').pluck();
     // Sampled at most once per event-loop turn (another process's commit shows from the next turn), and
     // dropped as soon as this gateway writes through knex, so its own writes show at once.
@@ -166,6 +176,11 @@ export function openPreparedReads(db: Database, config: ServerConfig['db']): Pre
     db.on('query', forgetOnWrite).on('query-response', (_rows: unknown, query: { method?: string }) => forgetOnWrite(query));
     return {
       dataVersion,
+      prepareUncachedWrite: <Row>(sql: string) => {
+        const statement = connection.prepare<unknown[], Row>(sql);
+        // IMMEDIATE: the write lock is taken at BEGIN (waiting up to busy_timeout), never by a read upgrading later.
+        return connection.transaction((runs: ReadonlyArray<readonly unknown[]>) => runs.map((values) => statement.get(...values))).immediate;
+      },
       prepare(build, options = {}) {
         const { sql, plan } = compile(build, options.page, true);
         const statement = connection.prepare(sql);
@@ -188,6 +203,7 @@ export function openPreparedReads(db: Database, config: ServerConfig['db']): Pre
       };
     },
     dataVersion: () => undefined,
+    prepareUncachedWrite: () => undefined,
     close: () => undefined,
   };
 }

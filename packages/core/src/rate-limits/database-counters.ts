@@ -1,20 +1,22 @@
-import Sqlite from 'better-sqlite3';
-import { rawRows, sqliteBusyMs, type Database, type DatabaseSettings } from '../db/connect.js';
+import { rawRows, type Database, type DatabaseSettings } from '../db/connect.js';
+import type { PreparedReads } from '../db/prepared-reads.js';
 import type { RateLimitCounters } from './rate-limit-counters.js';
 
 /**
- * Budgets in `tkgate_rate_limits` (migration 007): one row per budget, one statement per call. The upsert
+ * Budgets in `tkgate_rate_limits` (migration 007): one row per budget, one statement per call (on SQLite, the
+ * calls of an event-loop turn in one transaction). The upsert
  * is atomic on both databases (SQLite serialises writers across processes; MariaDB locks the row), so
  * concurrent calls from any number of gateways each see a distinct count. A row whose window has passed
  * starts again at 1; a window never moves back, so a gateway whose clock lags counts into the later one.
- * SQLite returns the row (RETURNING), from a statement prepared once on a connection of its own: cheaper
- * than knex, which prepares every query again and answers in a later turn (docs/performance.md, "Rate
- * limits"). MariaDB hands the new count back through LAST_INSERT_ID(expr) in the statement's own answer (0 when
+ * SQLite returns the row (RETURNING), from a statement prepared once on the prepared reads' connection
+ * (PreparedReads.prepareUncachedWrite: its commits leave the read caches standing): cheaper than knex, which
+ * prepares every query again and answers in a later turn (docs/performance.md, "Rate limits"). MariaDB hands the new count back through LAST_INSERT_ID(expr) in the statement's own answer (0 when
  * the row was inserted: the first call), through the knex pool and its db.timeout. PostgreSQL locks the row
  * as MariaDB does and returns it (RETURNING), through the knex pool too.
  */
-export function databaseCounters(db: Database, settings: DatabaseSettings): RateLimitCounters {
-  if (settings.client === 'sqlite') return sqliteCounters(settings);
+export function databaseCounters(db: Database, settings: DatabaseSettings, reads: PreparedReads): RateLimitCounters {
+  const sqliteUpsert = settings.client === 'sqlite' ? reads.prepareUncachedWrite<Budget>(SQLITE_UPSERT) : undefined;
+  if (sqliteUpsert) return sqliteCounters(sqliteUpsert);
   if (settings.client === 'postgres') {
     return {
       async hit(key, windowEnd) {
@@ -33,18 +35,38 @@ export function databaseCounters(db: Database, settings: DatabaseSettings): Rate
   };
 }
 
-function sqliteCounters(settings: DatabaseSettings): RateLimitCounters {
-  const connection = new Sqlite(settings.filename);
-  connection.pragma('synchronous = NORMAL');
-  connection.pragma(`busy_timeout = ${sqliteBusyMs(settings)}`);
-  const upsert = connection.prepare<[string, number], { hits: number; window_end: number }>(SQLITE_UPSERT);
+type Budget = { hits: number; window_end: number };
+
+/**
+ * The calls of one event-loop turn are counted together, in one transaction at the turn's end: one commit
+ * (its locks and WAL write, most of a counted call's cost) for the turn instead of one per call. Each call
+ * still gets its own count, in the order the calls came, and a failed commit fails each of them (the store
+ * failure of rate_limits.on_store_failure).
+ */
+function sqliteCounters(upsertAll: (runs: ReadonlyArray<readonly unknown[]>) => Array<Budget | undefined>): RateLimitCounters {
+  let waiting: Array<{ key: string; windowEnd: number; counted: (budget: Budget) => void; failed: (err: unknown) => void }> = [];
+  const countTurn = () => {
+    const calls = waiting;
+    waiting = [];
+    let rows: Array<Budget | undefined>;
+    try {
+      // Synchronous, as every better-sqlite3 call (knex's too): a lock held elsewhere is waited for up to db.timeout.
+      rows = upsertAll(calls.map(({ key, windowEnd }) => [key, windowEnd]));
+    } catch (err) {
+      for (const call of calls) call.failed(err);
+      return;
+    }
+    calls.forEach((call, i) => call.counted(rows[i]!));
+  };
   return {
-    // Synchronous, as every better-sqlite3 call (knex's too): a lock held elsewhere is waited for up to db.timeout.
-    async hit(key, windowEnd) {
-      const row = upsert.get(key, windowEnd)!;
-      return { hits: Number(row.hits), windowEnd: Number(row.window_end) };
+    hit(key, windowEnd) {
+      return new Promise((resolve, reject) => {
+        if (waiting.length === 0) setImmediate(countTurn);
+        waiting.push({ key, windowEnd, counted: (row) => resolve({ hits: Number(row.hits), windowEnd: Number(row.window_end) }), failed: reject });
+      });
     },
-    close: async () => void connection.close(),
+    // The statement's connection is the prepared reads', closed with them.
+    close: async () => undefined,
   };
 }
 
