@@ -7,7 +7,7 @@ import { tmpdir, loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { processCpuMs } from './cpu.js';
-import { freePort, startProcess } from './processes.js';
+import { envArguments, freePort, startProcess } from './processes.js';
 import { login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -18,7 +18,7 @@ const rounds = Number(option('--rounds', 3));
 const seconds = Number(option('--seconds', 4));
 const compare = option('--compare');
 // --env K=V (repeatable): a second tkgate of this build with that environment, measured in the same turns.
-const env = Object.fromEntries(args.flatMap((arg, i) => (args[i - 1] === '--env' ? [[arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]] : [])));
+const env = envArguments(args);
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tkgate-split-'));
 const upstreamPort = await freePort();

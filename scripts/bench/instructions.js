@@ -20,7 +20,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { freePort, startProcess } from './processes.js';
+import { envArguments, freePort, startProcess } from './processes.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ROUTES = {
@@ -52,7 +52,7 @@ if (!['session', 'api_key', 'both'].includes(credential)) {
   process.exit(2);
 }
 const credentials = credential === 'both' ? ['session', 'api_key'] : [credential];
-const env = Object.fromEntries(args.flatMap((arg, i) => (args[i - 1] === '--env' ? [[arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]] : [])));
+const env = envArguments(args);
 // --compare may be given more than once (e.g. the commit before a change, and an older one).
 const builds = [path.resolve(here, '../..'), ...args.flatMap((arg, i) => (args[i - 1] === '--compare' ? [path.resolve(arg)] : []))];
 // --baseline SCRIPT: a server of scripts/bench/servers (bare-koa.js, bare-koa-proxy.js) counted the same way, after the builds.

@@ -146,3 +146,8 @@ export function commandInstalled(command, versionArgs) {
     return false;
   }
 }
+
+/** The `--env K=V` arguments (repeatable) as an environment: each cut at its first `=`, so a value keeps its own. */
+export function envArguments(args) {
+  return Object.fromEntries(args.flatMap((arg, i) => (args[i - 1] === '--env' ? [[arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]] : [])));
+}

@@ -4,18 +4,20 @@ import type { RateLimitCounters } from './rate-limit-counters.js';
 
 /**
  * Budgets in `tkgate_rate_limits` (migration 007): one row per budget, one statement per call (on SQLite, the
- * calls of an event-loop turn in one transaction). The upsert
- * is atomic on both databases (SQLite serialises writers across processes; MariaDB locks the row), so
- * concurrent calls from any number of gateways each see a distinct count. A row whose window has passed
- * starts again at 1; a window never moves back, so a gateway whose clock lags counts into the later one.
+ * calls of an event-loop turn in one transaction). The upsert is atomic on every database (SQLite serialises
+ * writers across processes; MariaDB and PostgreSQL lock the row), so concurrent calls from any number of
+ * gateways each see a distinct count. A row whose window has passed starts again at 1; a window never moves
+ * back, so a gateway whose clock lags counts into the later one.
  * SQLite returns the row (RETURNING), from a statement prepared once on the prepared reads' connection
  * (PreparedReads.prepareUncachedWrite: its commits leave the read caches standing): cheaper than knex, which
- * prepares every query again and answers in a later turn (docs/performance.md, "Rate limits"). MariaDB hands the new count back through LAST_INSERT_ID(expr) in the statement's own answer (0 when
- * the row was inserted: the first call), through the knex pool and its db.timeout. PostgreSQL locks the row
- * as MariaDB does and returns it (RETURNING), through the knex pool too.
+ * prepares every query again and answers in a later turn (docs/performance.md, "Rate limits"). MariaDB hands
+ * the new count back through LAST_INSERT_ID(expr) in the statement's own answer (0 when the row was inserted:
+ * the first call), through the knex pool and its db.timeout. PostgreSQL returns it (RETURNING), through the
+ * knex pool too.
  */
 export function databaseCounters(db: Database, settings: DatabaseSettings, reads: PreparedReads): RateLimitCounters {
-  const sqliteUpsert = settings.client === 'sqlite' ? reads.prepareUncachedWrite<Budget>(SQLITE_UPSERT) : undefined;
+  // Only SQLite's prepared reads have a connection of their own to write through: undefined on the others.
+  const sqliteUpsert = reads.prepareUncachedWrite<Budget>(SQLITE_UPSERT);
   if (sqliteUpsert) return sqliteCounters(sqliteUpsert);
   if (settings.client === 'postgres') {
     return {
@@ -44,25 +46,26 @@ type Budget = { hits: number; window_end: number };
  * failure of rate_limits.on_store_failure).
  */
 function sqliteCounters(upsertAll: (runs: ReadonlyArray<readonly unknown[]>) => Array<Budget | undefined>): RateLimitCounters {
-  let waiting: Array<{ key: string; windowEnd: number; counted: (budget: Budget) => void; failed: (err: unknown) => void }> = [];
+  type Call = { values: [string, number]; counted: (count: { hits: number; windowEnd: number }) => void; failed: (err: unknown) => void };
+  let waiting: Call[] = [];
   const countTurn = () => {
     const calls = waiting;
     waiting = [];
     let rows: Array<Budget | undefined>;
     try {
       // Synchronous, as every better-sqlite3 call (knex's too): a lock held elsewhere is waited for up to db.timeout.
-      rows = upsertAll(calls.map(({ key, windowEnd }) => [key, windowEnd]));
+      rows = upsertAll(calls.map((call) => call.values));
     } catch (err) {
       for (const call of calls) call.failed(err);
       return;
     }
-    calls.forEach((call, i) => call.counted(rows[i]!));
+    calls.forEach((call, i) => call.counted({ hits: Number(rows[i]!.hits), windowEnd: Number(rows[i]!.window_end) }));
   };
   return {
     hit(key, windowEnd) {
-      return new Promise((resolve, reject) => {
+      return new Promise((counted, failed) => {
         if (waiting.length === 0) setImmediate(countTurn);
-        waiting.push({ key, windowEnd, counted: (row) => resolve({ hits: Number(row.hits), windowEnd: Number(row.window_end) }), failed: reject });
+        waiting.push({ values: [key, windowEnd], counted, failed });
       });
     },
     // The statement's connection is the prepared reads', closed with them.
