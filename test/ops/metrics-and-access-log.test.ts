@@ -1,12 +1,15 @@
-import { rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
 import { passwordOf } from '../support/fixtures.js';
-import { call, toolkitClient } from '../support/http.js';
+import { call, loginToken, toolkitClient } from '../support/http.js';
 import { rawRequest } from '../support/raw-http.js';
 import { eventually, scrape, valueOf } from '../support/ops.js';
-import { withGateway } from '../support/suite.js';
+import { gatewayDefaults, writeConfig } from '../support/gateway-process.js';
+import { tempDir, tkgateBin } from '../support/paths.js';
+import { withDatabase, withGateway } from '../support/suite.js';
 import { echoEndpoint, pluginsWithTestFunctions, toolkitDir, writeToolkit } from '../support/toolkit-files.js';
 
 const ACCESS_FIELDS = ['time', 'level', 'msg', 'method', 'path', 'route', 'status', 'duration_ms', 'bytes', 'request_id', 'trace_id', 'client'];
@@ -176,5 +179,47 @@ describe('log.access false', () => {
       async () => valueOf((await scrape(s.gateway)).samples, 'tkgate_requests_total', { route: 'auth/status', status: '401' }) === 1 || undefined,
     );
     expect(s.gateway.logs.filter((line) => line.msg === 'request')).to.deep.equal([]);
+  });
+});
+
+// stdout a regular file (`tkgate start >> gateway.log`): log.ts writes a turn's lines with writeSync, not process.stdout.
+describe('the log written to a file', function () {
+  this.timeout(60_000);
+  const [sqlite] = dialects;
+  const s = withDatabase(sqlite!, [{ username: 'mia' }]);
+
+  it('holds every line whole, the access lines of a burst of calls and the lines written at SIGTERM', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'gateway.log');
+    const out = openSync(file, 'a');
+    const config = writeConfig({ ...gatewayDefaults(), db: s.bed.dbConfig }, dir);
+    const child = spawn(process.execPath, [tkgateBin, 'start', '--config', config], { cwd: dir, stdio: ['ignore', out, 'pipe'] });
+    closeSync(out);
+    const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+    try {
+      const lines = () =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const listening = await eventually('the listening line', () => lines().find((line) => line.msg === 'listening'));
+      const base = String(listening.url);
+      const token = await loginToken(base, 'mia', passwordOf('mia'));
+      const answers = await Promise.all(Array.from({ length: 40 }, () => call('GET', `${base}/auth/status`, { token })));
+      expect(answers.map((answer) => answer.status)).to.deep.equal(answers.map(() => 200));
+      const ids = answers.map((answer) => answer.body.request_id as string);
+      await eventually('the 40 access lines', () => ids.every((id) => lines().some((line) => line.msg === 'request' && line.request_id === id)) || undefined);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).to.equal(0);
+    const text = readFileSync(file, 'utf8');
+    expect(text.endsWith('\n')).to.equal(true);
+    const all = text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(all.filter((line) => line.msg === 'request' && line.route === 'auth/status')).to.have.length(40);
+    expect(all.at(-1)!.msg).to.equal('stopped');
   });
 });
