@@ -9,6 +9,8 @@ import { ENDED_STATUSES, RUN_COLUMNS, toRunRow, type RunDecision, type RunReason
 /** A queue's name: the endpoint's toolkit, path and method, hashed to a fixed width. */
 export const queueOf = (toolkit: string, endpoint: string, method: string): string =>
   createHash('sha256').update(`${toolkit}\0${endpoint}\0${method}`).digest('hex');
+/** What a claim answers when its queue's every place is taken: max_concurrency runs running, on any instance. */
+export const FULL = Symbol('full');
 /** A concurrency key's value, hashed: the value itself (a payload field) is never stored. */
 export const keyOf = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex');
 
@@ -348,11 +350,20 @@ export class RunStore {
    * the lock is held for a few round trips, not one per run. The one UPDATE is conditional (`status = 'queued'`):
    * a run cancelled meanwhile is not started, and every run starts exactly once.
    * `room`: at most that many here (the endpoint type's own bound on this instance).
+   * Resolves to the runs started here, or to FULL when every place of the queue was taken (none started).
    */
-  async claim(queue: string, maxConcurrency: number, instance: string, now: number, definitionHash?: string, room = Infinity): Promise<ClaimedRun[]> {
+  async claim(
+    queue: string,
+    maxConcurrency: number,
+    instance: string,
+    now: number,
+    definitionHash?: string,
+    room = Infinity,
+  ): Promise<ClaimedRun[] | typeof FULL> {
     return writeTransaction(this.db, async (trx) => {
       await lockQueue(trx, queue, now);
       const running = (await trx('runs').where({ queue, status: 'running' }).select('concurrency_key')) as Array<{ concurrency_key: string | null }>;
+      if (running.length >= maxConcurrency) return FULL;
       const free = Math.min(maxConcurrency - running.length, room);
       if (free <= 0) return [];
       const waiting = (await trx('runs')

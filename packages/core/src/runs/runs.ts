@@ -16,7 +16,18 @@ import type { ToolkitSnapshot } from '../toolkits/toolkit-resolution.js';
 import { BatchedChunkWriter, RunOutput } from './run-output.js';
 import { RunFeeds, type RunEnding } from './run-feeds.js';
 import type { RunReason, RunRow, RunStatus } from './run-record.js';
-import { keyOf, RunStore, type Approver, type ClaimedRun, type DecisionOutcome, type DryRunRecord, type NewRun, type WaitingQueue } from './run-store.js';
+import {
+  FULL,
+  keyOf,
+  queueOf,
+  RunStore,
+  type Approver,
+  type ClaimedRun,
+  type DecisionOutcome,
+  type DryRunRecord,
+  type NewRun,
+  type WaitingQueue,
+} from './run-store.js';
 
 /** How often an instance looks for queued runs and for cancellations of its own (a freed place is taken within 1 s). */
 export const TICK_MS = 400;
@@ -39,6 +50,8 @@ interface LocalRun {
   id: string;
   toolkit: string;
   endpoint: string;
+  /** Its queue: the place it frees at its end is looked at alone (wakeFor). */
+  queue: WaitingQueue;
   userId: number | null;
   startedAt: number;
   output: RunOutput;
@@ -106,6 +119,23 @@ export class Runs {
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
   private again = false;
+  /**
+   * The queues whose every place was taken at this instance's last claim of them (max_concurrency running, or no room
+   * here). A run asked for in one of them cannot start before a place frees, so it wakes nobody: a place freed here
+   * wakes this instance, one freed elsewhere wakes that instance, and the next tick (TICK_MS) looks anyway.
+   */
+  private readonly fullQueues = new Set<string>();
+  /**
+   * The queues to claim in the next look when no look at every queue is due: a run was asked for in one, or a run of
+   * this instance ended in one. Reading every queue with waiting runs takes a time that grows with the runs waiting;
+   * under a steady stream of async calls it was made once per call and per run's end, and took most of the instance's
+   * CPU (docs/performance.md, "Async calls to a busy endpoint").
+   */
+  private readonly dueQueues = new Map<string, WaitingQueue>();
+  /** Whether the next look reads every queue with waiting runs: the timer's tick, an approval's quorum, the start. */
+  private everyQueueDue = true;
+  /** Whether the last look at every queue found this instance without room: then a place freed here may serve any queue. */
+  private roomLimited = false;
   private draining = false;
   private lastHeartbeat = 0;
   private lastPurgeCheck = 0;
@@ -197,7 +227,7 @@ export class Runs {
         details: { run_id: id, quorum: approval.quorum, expires_at: new Date(run.approval!.expiresAt).toISOString() },
       });
       if (run.approval!.dryRun) this.dryRun(id, endpoint, request.context);
-    } else this.wake();
+    } else this.wakeFor({ queue: queueOf(run.toolkit, run.endpoint, run.method), toolkit: run.toolkit, endpoint: run.endpoint, method: run.method });
     return id;
   }
 
@@ -319,8 +349,25 @@ export class Runs {
     this.boundChecked = snapshot;
   }
 
-  /** Looks at the queue now (a run was asked for, or a place was freed here), else on the next tick. */
+  /** Looks at every queue now, else right after the look under way. */
   wake(): void {
+    this.everyQueueDue = true;
+    this.look();
+  }
+
+  /**
+   * Looks at one queue now (a run was asked for in it, or a place was freed in it here): nothing when its every place
+   * was taken at the last look (the run waits for a place, whose freeing wakes whoever frees it), every queue when this
+   * instance had no room (the place freed here may serve any of them).
+   */
+  private wakeFor(queue: WaitingQueue): void {
+    if (this.roomLimited) return this.wake();
+    if (this.fullQueues.has(queue.queue)) return;
+    this.dueQueues.set(queue.queue, queue);
+    this.look();
+  }
+
+  private look(): void {
     if (this.ticking) {
       this.again = true;
       return;
@@ -330,7 +377,7 @@ export class Runs {
       this.ticking = false;
       if (this.again) {
         this.again = false;
-        setImmediate(() => this.wake());
+        setImmediate(() => this.look());
       }
     });
   }
@@ -389,7 +436,17 @@ export class Runs {
 
   /** The queues with waiting runs, the longest-waiting first; each claimed under its lock. */
   private async claimQueued(): Promise<void> {
-    for (const queue of await this.store.waitingQueues()) {
+    const everyQueue = this.everyQueueDue;
+    const due = [...this.dueQueues.values()];
+    this.everyQueueDue = false;
+    this.dueQueues.clear();
+    const queues = everyQueue ? await this.store.waitingQueues() : due;
+    if (everyQueue) {
+      // Found again below, queue by queue: a queue that emptied meanwhile is full no more.
+      this.fullQueues.clear();
+      this.roomLimited = false;
+    }
+    for (const queue of queues) {
       if (this.draining) return;
       const endpoint = this.endpointOf(queue);
       const plan = endpoint && this.planOf(endpoint);
@@ -399,9 +456,18 @@ export class Runs {
       }
       // The type's own bound here (exec: max_processes): a full instance leaves the queue to the others.
       const room = plan.room?.() ?? Infinity;
-      if (room <= 0) continue;
+      if (room <= 0) {
+        this.fullQueues.add(queue.queue);
+        this.roomLimited = true;
+        continue;
+      }
       const hash = endpoint.approval ? this.definitionHash(endpoint) : undefined;
-      for (const claimed of await this.store.claim(queue.queue, plan.maxConcurrency, this.instance, Date.now(), hash, room)) this.run(claimed, endpoint, plan);
+      const claimed = await this.store.claim(queue.queue, plan.maxConcurrency, this.instance, Date.now(), hash, room);
+      if (claimed === FULL) this.fullQueues.add(queue.queue);
+      else {
+        this.fullQueues.delete(queue.queue);
+        for (const run of claimed) this.run(run, endpoint, plan);
+      }
     }
   }
 
@@ -431,6 +497,7 @@ export class Runs {
       id: claimed.id,
       toolkit: claimed.toolkit,
       endpoint: claimed.endpoint,
+      queue: { queue: claimed.queue, toolkit: claimed.toolkit, endpoint: claimed.endpoint, method: claimed.method },
       userId: claimed.user_id,
       startedAt: Date.now(),
       output,
@@ -495,7 +562,8 @@ export class Runs {
       const row = await this.store.get(local.id).catch(() => undefined);
       told({ status: row?.status ?? 'lost', exit_code: row?.exit_code ?? null });
     }
-    this.wake();
+    this.fullQueues.delete(local.queue.queue);
+    this.wakeFor(local.queue);
   }
 
   /** A run ended: counted, and recorded in the audit trail (`run_end`). */
