@@ -212,9 +212,9 @@ export class RunStore {
    */
   private readonly intake = new KeyedBatches<Submission, boolean>((queue, submissions) => this.record(queue, submissions), INTAKE_BATCH);
 
-  /** Records a queued run, unless its queue already has `maxQueued` waiting: then false. */
-  submit(run: NewRun, maxQueued: number): Promise<boolean> {
-    return this.intake.add(queueOf(run.toolkit, run.endpoint, run.method), { run, maxQueued });
+  /** Records a queued run in its queue (`queueOf` its endpoint), unless the queue already has `maxQueued` waiting: then false. */
+  submit(queue: string, run: NewRun, maxQueued: number): Promise<boolean> {
+    return this.intake.add(queue, { run, maxQueued });
   }
 
   /** One batch of a queue's submits, oldest first, under its intake lock: each recorded while the queue has room. */

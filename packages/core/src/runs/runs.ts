@@ -212,7 +212,8 @@ export class Runs {
         allowSelf: approval.allowSelf,
         dryRun: approval.dryRun !== undefined && endpoint.type.dryRun !== undefined,
       };
-    if (!(await this.store.submit(run, plan.maxQueued))) throw busy();
+    const queue: WaitingQueue = { queue: queueOf(run.toolkit, run.endpoint, run.method), toolkit: run.toolkit, endpoint: run.endpoint, method: run.method };
+    if (!(await this.store.submit(queue.queue, run, plan.maxQueued))) throw busy();
     if (approval) {
       void this.s.audit.record({
         requestId: request.requestId,
@@ -227,7 +228,7 @@ export class Runs {
         details: { run_id: id, quorum: approval.quorum, expires_at: new Date(run.approval!.expiresAt).toISOString() },
       });
       if (run.approval!.dryRun) this.dryRun(id, endpoint, request.context);
-    } else this.wakeFor({ queue: queueOf(run.toolkit, run.endpoint, run.method), toolkit: run.toolkit, endpoint: run.endpoint, method: run.method });
+    } else this.wakeFor(queue);
     return id;
   }
 
@@ -562,6 +563,7 @@ export class Runs {
       const row = await this.store.get(local.id).catch(() => undefined);
       told({ status: row?.status ?? 'lost', exit_code: row?.exit_code ?? null });
     }
+    // The place freed here: its queue is full no more.
     this.fullQueues.delete(local.queue.queue);
     this.wakeFor(local.queue);
   }
