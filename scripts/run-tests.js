@@ -4,6 +4,7 @@
 // (mocha --parallel: a worker process per file, each with its own databases and ports). The suites that put a
 // deadline on the gateway's own latency, or that load the machine themselves, run afterwards one at a time, alone.
 import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 
 const ALL = 'build/test/**/*.test.js';
 /** Files that must not share the machine with another suite (keep in step with DEVELOPERS.md "Test tiers"). */
@@ -17,8 +18,18 @@ const SERIAL = [
 ];
 
 const jobs = process.env.TKGATE_TEST_JOBS ?? '2';
-const mocha = (args) => spawnSync(process.execPath, ['node_modules/mocha/bin/mocha.js', ...args], { stdio: 'inherit' }).status ?? 1;
+// Both passes' failures, one line each, printed again at the very end (scripts/spec-with-recap.cjs).
+const recap = 'build/test-failures.txt';
+rmSync(recap, { force: true });
+const mocha = (args) =>
+  spawnSync(process.execPath, ['node_modules/mocha/bin/mocha.js', '--reporter', './scripts/spec-with-recap.cjs', ...args], {
+    stdio: 'inherit',
+    env: { ...process.env, TKGATE_TEST_RECAP: recap },
+  }).status ?? 1;
 
 const parallelStatus = mocha(['--parallel', '--jobs', jobs, ...SERIAL.flatMap((pattern) => ['--ignore', pattern]), ALL]);
 const serialStatus = mocha(SERIAL);
+if (existsSync(recap)) {
+  process.stdout.write(`\nFailures of both passes (parallel: exit ${parallelStatus}, serial: exit ${serialStatus}):\n${readFileSync(recap, 'utf8')}`);
+}
 process.exit(parallelStatus !== 0 ? parallelStatus : serialStatus);
