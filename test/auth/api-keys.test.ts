@@ -304,7 +304,7 @@ for (const dialect of dialects) {
         const files = readdirSync(path.dirname(filename)).map((name) => path.join(path.dirname(filename), name));
         // Scanned by grep in its own process (see test/sessions/persistence.test.ts): never fs in this one.
         const count = (text: string) => {
-          const grep = spawnSync('grep', ['-c', '-F', '-a', text, ...files], { encoding: 'utf8' });
+          const grep = spawnSync('grep', ['-c', '-F', '-a', '-e', text, ...files], { encoding: 'utf8' });
           return grep.stdout
             .trim()
             .split('\n')

@@ -57,7 +57,7 @@ for (const dialect of dialects) {
         // Scanned by grep in its own process: closing a descriptor of the database file here would drop
         // this process's SQLite locks (POSIX fcntl semantics) and corrupt its view of the WAL.
         for (const token of tokens) {
-          const grep = spawnSync('grep', ['-c', '-F', '-a', token, ...files], { encoding: 'utf8' });
+          const grep = spawnSync('grep', ['-c', '-F', '-a', '-e', token, ...files], { encoding: 'utf8' });
           // A journal file SQLite makes and removes for a moment may vanish between the listing and the scan
           // (grep then exits 2 naming it): what counts is that no file grep read holds the token.
           const vanished = grep.stderr.split('\n').filter((line) => line && !line.endsWith('No such file or directory'));
