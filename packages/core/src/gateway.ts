@@ -7,7 +7,7 @@ import { purgeAuditEvents } from './audit/audit-retention.js';
 import { AuditTrail } from './audit/audit-trail.js';
 import { LoginLimiter } from './auth/login-limiter.js';
 import { ConfigError, type ServerConfig } from './config/server-config.js';
-import { openDatabase, type Database } from './db/connect.js';
+import { dialectOf, openDatabase, type Database } from './db/connect.js';
 import { describeDatabaseError } from './db/database-errors.js';
 import { migrateToLatest } from './db/migrate.js';
 import { openPreparedReads, type PreparedReads } from './db/prepared-reads.js';
@@ -165,7 +165,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       });
       applied.push(...(await database(migratePlugins(db, imported))));
       if (applied.length > 0) log.info('database migrated', { applied });
-      const sqliteFile = config.db.client === 'sqlite' ? config.db.filename : undefined;
+      const sqliteFile = dialectOf(config.db).databaseFile(config.db);
       await database(reportRefusedWrites(db, log, { database: describeDatabase(config.db), ...(sqliteFile && { sqliteFile }) }));
     }
 
@@ -210,7 +210,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     const sessions = new SessionStore(policy, table, new SessionCache(freshness), log);
     if (!options.worker) await database(announceSessions(db, config, log));
     cleanups.push(() => sessions.flush());
-    // API keys are checked as sessions are: one indexed read, trusted as long as a session read (SPEC section 12).
+    // API keys are checked as sessions are: one indexed read, trusted as long as a session read (docs/scaling.md, "What each process caches").
     const apiKeys = new ApiKeyStore(new ApiKeyTable(db, reads), new SessionCache(freshness), policy.idleTimeoutMs / 10, log);
     cleanups.push(() => apiKeys.flush());
     metrics.sessions(() => countLiveSessions(db));
@@ -306,17 +306,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
 }
 
 /** Where the database is, without its password. */
-export function describeDatabase(db: ServerConfig['db']): string {
-  if (db.client === 'sqlite') return `sqlite:${db.filename}`;
-  const [scheme, port] = db.client === 'postgres' ? ['postgres', 5432] : ['mysql', 3306];
-  try {
-    const url = new URL(db.url);
-    const user = url.username ? `${decodeURIComponent(url.username)}@` : '';
-    return `${scheme}://${user}${url.hostname}:${url.port || port}${url.pathname}`;
-  } catch {
-    return `${db.client} (db.url is not a valid URL)`;
-  }
-}
+export const describeDatabase = (db: ServerConfig['db']): string => dialectOf(db).address(db);
 
 function listen(server: Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -370,7 +360,7 @@ function startHousekeeping(sessions: SessionStore, limiter: LoginLimiter, db: Da
 /** Where rate-limit budgets are counted: Redis is connected now (or retried in the background while down). */
 function openRateLimitCounters(config: ServerConfig, db: Database, reads: PreparedReads, log: Logger): Promise<RateLimitCounters> | RateLimitCounters {
   if (config.rate_limits.store === 'redis') return redisCounters(config.rate_limits.redis_url, config.db.timeout_ms, log);
-  return databaseCounters(db, config.db, reads);
+  return databaseCounters(db, reads);
 }
 
 /** Live sessions in the database (tkgate_sessions), counted when metrics are scraped. */

@@ -1,5 +1,5 @@
 /**
- * The server configuration (SPEC sections 2, 8, 9, 10): every key declared once below. convict layers the
+ * The server configuration (docs/configuration.md): every key declared once below. convict layers the
  * sources (built-in defaults < config/default.json < --config FILE or TKGATE_CONFIG < env vars < CLI
  * flags) and maps the environment; each setting checks and normalises its own value, and the
  * ServerConfig type is derived from the same declaration. Adding a key is one line here plus the docs.
@@ -10,6 +10,7 @@ import convict from 'convict';
 import { oidcProviderList, withClientSecrets } from './oidc-providers.js';
 import { jwtIssuerList } from './jwt-issuers.js';
 import type { LogLevel } from '../log.js';
+import { dialectOf } from '../db/connect.js';
 import { nearest } from '../suggest.js';
 import { parseSourceFile } from './source-file.js';
 import {
@@ -353,9 +354,6 @@ function normalise(values: unknown, cwd: string): Normalised<typeof declaration>
   return config as Normalised<typeof declaration>;
 }
 
-/** The URL schemes each database server's db.url may have (the first is the one messages name). */
-const DB_URL_SCHEMES: Record<'mysql' | 'postgres', string[]> = { mysql: ['mysql', 'mariadb'], postgres: ['postgres', 'postgresql'] };
-
 /** Loads, validates and normalises the server configuration; throws ConfigError with one line for all problems. */
 export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig {
   const env = options.env ?? process.env;
@@ -374,11 +372,12 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
     throw new ConfigError(`invalid configuration: ${(err as Error).message.split('\n').join('; ')}`);
   }
   const normalised = normalise(config.getProperties(), cwd);
-  if (normalised.db.client !== 'sqlite' && !normalised.db.url) {
+  // The URL schemes a database server's db.url may have (the first is the one messages name); none for SQLite's file.
+  const schemes = dialectOf(normalised.db).urlSchemes;
+  if (schemes.length > 0 && !normalised.db.url) {
     throw new ConfigError(`invalid configuration: db.url: must be set when db.client is ${normalised.db.client}`);
   }
-  if (normalised.db.client !== 'sqlite') {
-    const schemes = DB_URL_SCHEMES[normalised.db.client];
+  if (schemes.length > 0) {
     const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(normalised.db.url)?.[1]?.toLowerCase();
     if (!scheme || !schemes.includes(scheme)) {
       throw new ConfigError(`invalid configuration: db.url: must start with ${schemes[0]}:// when db.client is ${normalised.db.client}`);

@@ -5,6 +5,7 @@
  * that does not convert exactly is refused. SQLite gets the same conversions, so both answer alike.
  *
  * Conversions are picked at load (one per compared column); at request time one call converts one value.
+ * Each dialect reads its columns' kinds from its own catalogue (db/dialects/).
  */
 export type ColumnKind = 'integer' | 'boolean' | 'number' | 'text' | 'temporal' | 'any';
 
@@ -84,35 +85,3 @@ export const COLUMN_TYPES: Readonly<Record<ColumnKind, ColumnType>> = {
   // A SQLite column declared without a type holds any value and compares it as it is.
   any: { kind: 'any', expected: 'a value', convert: (value) => value },
 };
-
-/** MySQL/MariaDB: information_schema.COLUMNS' DATA_TYPE and COLUMN_TYPE. Unknown types compare as text. */
-export function mysqlColumnKind(dataType: string, columnType: string): ColumnKind {
-  const type = dataType.toLowerCase();
-  if (type === 'tinyint' && /^tinyint\(1\)/i.test(columnType)) return 'boolean';
-  if (['tinyint', 'smallint', 'mediumint', 'int', 'integer', 'bigint', 'year'].includes(type)) return 'integer';
-  if (['decimal', 'numeric', 'float', 'double', 'real'].includes(type)) return 'number';
-  if (['date', 'datetime', 'timestamp', 'time'].includes(type)) return 'temporal';
-  return 'text';
-}
-
-/** PostgreSQL: information_schema.columns' data_type. Unknown types (uuid, json, enums...) compare as text. */
-export function postgresColumnKind(dataType: string): ColumnKind {
-  const type = dataType.toLowerCase();
-  if (type === 'boolean') return 'boolean';
-  if (['smallint', 'integer', 'bigint'].includes(type)) return 'integer';
-  if (['numeric', 'real', 'double precision', 'money'].includes(type)) return 'number';
-  if (type === 'date' || type.startsWith('timestamp') || type.startsWith('time') || type === 'interval') return 'temporal';
-  return 'text';
-}
-
-/** SQLite: the declared type, by its affinity rules (sqlite.org/datatype3.html 3.1), booleans and dates first. */
-export function sqliteColumnKind(declared: string): ColumnKind {
-  const type = declared.toUpperCase();
-  if (type.includes('BOOL')) return 'boolean';
-  if (type.includes('INT')) return 'integer';
-  if (type.includes('CHAR') || type.includes('CLOB') || type.includes('TEXT')) return 'text';
-  if (type === '' || type.includes('BLOB')) return 'any';
-  if (type.includes('DATE') || type.includes('TIME')) return 'temporal';
-  if (type.includes('JSON')) return 'text';
-  return 'number';
-}

@@ -1,6 +1,6 @@
-import { dialectOf, rawRows, type Database } from './connect.js';
+import { dialectOf, type Database } from './connect.js';
 import { nearest } from '../suggest.js';
-import { COLUMN_TYPES, mysqlColumnKind, postgresColumnKind, sqliteColumnKind, type ColumnKind, type ColumnType } from './column-types.js';
+import { COLUMN_TYPES, type ColumnKind, type ColumnType } from './column-types.js';
 
 /**
  * Tables and columns of the live database, with each column's type. Configuration names tables and columns
@@ -92,29 +92,9 @@ export async function readDatabaseSchema(db: Database): Promise<DatabaseSchema> 
     tables.get(table)!.set(column, kind);
   };
   const generated = new Map<string, string>();
-  const dialect = dialectOf(db);
-  if (dialect === 'postgres') {
-    // The schema tkgate's tables are in (the connection's search_path), tables and views alike.
-    const rows = rawRows<{ t: string; c: string; d: string; g: boolean }>(
-      await db.raw(
-        "SELECT table_name AS t, column_name AS c, data_type AS d, (is_identity = 'YES' OR column_default LIKE 'nextval(%') AS g FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position",
-      ),
-    );
-    for (const row of rows) {
-      add(row.t, row.c, postgresColumnKind(row.d));
-      if (row.g && !generated.has(row.t)) generated.set(row.t, row.c);
-    }
-  } else if (dialect === 'mysql') {
-    const [rows] = (await db.raw(
-      'SELECT TABLE_NAME AS t, COLUMN_NAME AS c, DATA_TYPE AS d, COLUMN_TYPE AS ct FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()',
-    )) as [Array<{ t: string; c: string; d: string; ct: string }>];
-    for (const row of rows) add(row.t, row.c, mysqlColumnKind(row.d, row.ct));
-  } else {
-    const names = (await db.raw("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")) as Array<{ name: string }>;
-    for (const { name } of names) {
-      const columns = (await db.raw('SELECT name, type FROM pragma_table_info(?)', [name])) as Array<{ name: string; type: string }>;
-      for (const column of columns) add(name, column.name, sqliteColumnKind(column.type));
-    }
+  for (const { table, column, kind, generated: isGenerated } of await dialectOf(db).readColumns(db)) {
+    add(table, column, kind);
+    if (isGenerated && !generated.has(table)) generated.set(table, column);
   }
   return new DatabaseSchema(tables, generated);
 }

@@ -7,20 +7,11 @@ import { dialectOf } from './connect.js';
  * `generated` column (a serial or identity column) returned by the insert; 0 without one, as on MySQL.
  * Ids past 2^53 come back as exact text (PostgreSQL).
  */
-export async function insertReturningId(
+export function insertReturningId(
   db: Knex | Knex.Transaction,
   table: string,
   row: Record<string, unknown>,
   generated: string | undefined = 'id',
 ): Promise<unknown> {
-  if (dialectOf(db) !== 'postgres') {
-    const [id] = (await db(table).insert(row)) as unknown[];
-    return id;
-  }
-  if (generated === undefined) {
-    await db(table).insert(row);
-    return 0;
-  }
-  const [inserted] = (await db(table).insert(row).returning(generated)) as Array<Record<string, unknown>>;
-  return inserted?.[generated];
+  return dialectOf(db).insertReturningId(db, table, row, generated);
 }

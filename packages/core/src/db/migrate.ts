@@ -110,15 +110,11 @@ export async function plannedMigrations(db: Database, sets: readonly MigrationSe
   const trx = await db.transaction();
   const client = trx.client as RawClient;
   const dialect = dialectOf(db);
-  const runsWrites = dialect !== 'mysql';
+  const runsWrites = dialect.transactionalDdl;
   const execute = client._query.bind(client);
   let current: string[] = [];
-  // PostgreSQL's statements arrive with numbered placeholders ($1), the others' with `?` in order.
-  const fillIn = ({ sql, bindings = [] }: QueryObject) => {
-    let next = 0;
-    const at = (index: number, mark: string) => (index < bindings.length ? client._escapeBinding(bindings[index]) : mark);
-    return dialect === 'postgres' ? sql.replace(/\$(\d+)/g, (mark, n: string) => at(Number(n) - 1, mark)) : sql.replace(/\?/g, (mark) => at(next++, mark));
-  };
+  const fillIn = ({ sql, bindings = [] }: QueryObject) =>
+    dialect.withBindings(sql, (index, mark) => (index < bindings.length ? client._escapeBinding(bindings[index]) : mark));
   client._query = async (connection, obj) => {
     if (READ_ONLY.test(obj.sql) || TRANSACTION_CONTROL.test(obj.sql)) return execute(connection, obj);
     current.push(fillIn(obj));

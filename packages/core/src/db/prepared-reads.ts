@@ -1,12 +1,11 @@
-import Sqlite from 'better-sqlite3';
 import type { Knex } from 'knex';
-import type { ServerConfig } from '../config/server-config.js';
-import { rawRows, sqliteBusyMs, type Database } from './connect.js';
+import { dialectOf, type Database, type DatabaseSettings } from './connect.js';
+import { rawRows } from './raw-rows.js';
 
 /**
  * Reads on the request path, compiled once. knex writes the SQL (identifiers quoted for the dialect,
  * values as placeholders); at request time only the bound values change.
- * SQLite: a statement cache on a dedicated read-only connection (WAL lets it read beside the writer):
+ * SQLite: a statement cache on a dedicated connection (WAL lets it read beside the writer; Dialect.openReadConnection):
  * knex re-preparing and re-compiling every query was most of a status call's CPU (docs/performance.md,
  * "Reads on the request path").
  * MySQL/MariaDB and PostgreSQL: the same SQL through the knex pool, where the network round trip dominates.
@@ -89,17 +88,7 @@ function compile(
   });
   if (!page) return { sql, plan };
   plan.push({ param: page.limit }, { param: page.offset });
-  return { sql: `${sql} ${boundPage(native ? String(builder.client.config.client) : 'knex')}`, plan };
-}
-
-/**
- * The LIMIT/OFFSET clause of a paged read, its two values bound. On SQLite a bare `LIMIT ?` makes the
- * statement re-prepare on every run (the planner reads the bound limit): a cast hides the value from the
- * planner. Elsewhere the SQL goes through db.raw, which numbers PostgreSQL's placeholders itself.
- */
-function boundPage(client: string): string {
-  if (client === 'better-sqlite3') return 'limit cast(? as integer) offset cast(? as integer)';
-  return 'limit ? offset ?';
+  return { sql: `${sql} ${dialectOf(builder).boundPage}`, plan };
 }
 
 const bind = (plan: BindingPlan, params: readonly unknown[]) => plan.map((entry) => ('param' in entry ? params[entry.param] : entry.value));
@@ -150,22 +139,15 @@ const keyOf = (params: readonly unknown[]): string =>
 
 const NOT_CACHED = () => undefined;
 
-/** SQLite binds numbers, strings, bigints, buffers and null; booleans become 1/0 as knex would store them. */
-const sqliteValue = (value: unknown) => (typeof value === 'boolean' ? Number(value) : value === undefined ? null : value);
-
-export function openPreparedReads(db: Database, config: ServerConfig['db']): PreparedReads {
-  if (config.client === 'sqlite') {
-    // Not read-only: prepareUncachedWrite's statements write through it (the reads themselves are knex selects).
-    const connection = new Sqlite(config.filename, { fileMustExist: true });
-    connection.pragma(`busy_timeout = ${sqliteBusyMs(config)}`);
-    connection.pragma('synchronous = NORMAL');
-    const dataVersionStatement = connection.prepare('PRAGMA data_version').pluck();
+export function openPreparedReads(db: Database, settings: DatabaseSettings): PreparedReads {
+  const connection = dialectOf(settings).openReadConnection?.(settings);
+  if (connection) {
     // Sampled at most once per event-loop turn (another process's commit shows from the next turn), and
     // dropped as soon as this gateway writes through knex, so its own writes show at once.
     let sampled: number | undefined;
     const dataVersion = () => {
       if (sampled === undefined) {
-        sampled = dataVersionStatement.get() as number;
+        sampled = connection.dataVersion();
         setImmediate(() => (sampled = undefined));
       }
       return sampled;
@@ -176,15 +158,11 @@ export function openPreparedReads(db: Database, config: ServerConfig['db']): Pre
     db.on('query', forgetOnWrite).on('query-response', (_rows: unknown, query: { method?: string }) => forgetOnWrite(query));
     return {
       dataVersion,
-      prepareUncachedWrite: <Row>(sql: string) => {
-        const statement = connection.prepare<unknown[], Row>(sql);
-        // IMMEDIATE: the write lock is taken at BEGIN (waiting up to busy_timeout), never by a read upgrading later.
-        return connection.transaction((runs: ReadonlyArray<readonly unknown[]>) => runs.map((values) => statement.get(...values))).immediate;
-      },
+      prepareUncachedWrite: <Row>(sql: string) => connection.prepareWrite<Row>(sql),
       prepare(build, options = {}) {
         const { sql, plan } = compile(build, options.page, true);
-        const statement = connection.prepare(sql);
-        const all = async (params: readonly unknown[] = []) => statement.all(bind(plan, params).map(sqliteValue)) as Array<Record<string, unknown>>;
+        const rows = connection.prepare(sql);
+        const all = async (params: readonly unknown[] = []) => rows(bind(plan, params));
         return options.cached ? cachedReader(all, dataVersion) : { all, cachedRows: NOT_CACHED };
       },
       close: () => {

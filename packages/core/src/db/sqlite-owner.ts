@@ -1,6 +1,6 @@
 import { chownSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { DatabaseSettings } from './connect.js';
+import { dialectOf, type DatabaseSettings } from './connect.js';
 
 /** The files SQLite may create beside the database (WAL mode's, and the rollback journal). */
 const COMPANIONS = ['', '-wal', '-shm', '-journal'];
@@ -14,8 +14,9 @@ const COMPANIONS = ['', '-wal', '-shm', '-journal'];
  * Nothing to do unless the process runs as root and that owner is another user.
  */
 export function keepSqliteOwner(db: DatabaseSettings): () => void {
-  if (db.client !== 'sqlite' || process.getuid?.() !== 0) return () => undefined;
-  const file = path.resolve(db.filename);
+  const databaseFile = dialectOf(db).databaseFile(db);
+  if (databaseFile === undefined || process.getuid?.() !== 0) return () => undefined;
+  const file = path.resolve(databaseFile);
   const missingDirs: string[] = [];
   let existing = file;
   if (!existsSync(file)) {

@@ -1,7 +1,7 @@
-import type { Database } from './connect.js';
+import { DIALECTS, type Database } from './connect.js';
 import type { Logger } from '../log.js';
 
-/** Connection-level failures: the server is not there (yet), so trying again later may work. */
+/** Connection-level failures: the server is not there (yet), so trying again later may work; with each dialect's own. */
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -10,10 +10,7 @@ const UNREACHABLE_CODES = new Set([
   'ENETUNREACH',
   'EAI_AGAIN',
   'ENOTFOUND',
-  'PROTOCOL_CONNECTION_LOST',
-  'PROTOCOL_SEQUENCE_TIMEOUT',
-  'ER_CON_COUNT_ERROR',
-  'ER_SERVER_SHUTDOWN',
+  ...DIALECTS.flatMap((dialect) => [...dialect.errors.unreachable]),
 ]);
 
 /**

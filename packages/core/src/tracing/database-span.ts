@@ -1,4 +1,4 @@
-import { dialectOf, type Database, type Dialect } from '../db/connect.js';
+import { dialectOf, type Database } from '../db/connect.js';
 import type { RequestTrace } from './request-trace.js';
 import type { ChildSpan } from './trace-api.js';
 
@@ -7,10 +7,8 @@ import type { ChildSpan } from './trace-api.js';
  * tracing off the read costs nothing more. `db.system.name` as the semantic conventions spell it;
  * `tkgate.cached` when the answer came from the prepared-read cache without a query.
  */
-const DB_SYSTEM: Record<Dialect, string> = { sqlite: 'sqlite', mysql: 'mysql', postgres: 'postgresql' };
-
 /** `db.system.name` of the semantic conventions for the gateway's database. */
-export const databaseSystemName = (db: Database): string => DB_SYSTEM[dialectOf(db)];
+export const databaseSystemName = (db: Database): string => dialectOf(db).system;
 
 export function databaseSpan(trace: RequestTrace, name: string, db: Database): ChildSpan | undefined {
   if (!trace.recording) return undefined;

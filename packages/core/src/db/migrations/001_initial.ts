@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
+import { dialectOf } from '../connect.js';
 
 /**
- * The SPEC section 3 tables. Times are epoch milliseconds in BIGINT columns, so SQLite and
+ * The tables of README.md, "Database". Times are epoch milliseconds in BIGINT columns, so SQLite and
  * MariaDB agree to the millisecond whatever their time zones. Names compare case-sensitively on both.
  */
 export async function up(db: Knex): Promise<void> {
-  const mysql = db.client.config.client === 'mysql2';
-  const exactText = (column: Knex.ColumnBuilder) => (mysql ? column.collate('utf8mb4_bin') : column);
+  const { exactTextColumn: exactText } = dialectOf(db);
 
   await db.schema.createTable('core_groups', (table) => {
     table.increments('id').primary();

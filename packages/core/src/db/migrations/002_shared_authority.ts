@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
+import { dialectOf } from '../connect.js';
 
 /**
- * Several gateways on one database (SPEC section 8):
+ * Several gateways on one database (docs/scaling.md):
  * - `login_failures`: the failed-login limit lives in the database, one row per key (a SHA-256 of
  *   username + client address), holding the times of the attempts still inside the window.
  * - Names compare byte for byte on MySQL/MariaDB too. `utf8mb4_bin` is a PAD SPACE collation there
@@ -32,7 +33,7 @@ export async function up(db: Knex): Promise<void> {
     table.text('attempts').notNullable();
     table.bigInteger('last_at').notNullable().index();
   });
-  if (db.client.config.client !== 'mysql2') return;
+  if (dialectOf(db).name !== 'mysql') return;
   const collation = await noPadBinaryCollation(db);
   // Without one (MySQL 5.7), lookups still compare exactly in code (UserDirectory, admin/lookups.ts).
   if (!collation) return;
@@ -43,7 +44,7 @@ export async function up(db: Knex): Promise<void> {
 
 export async function down(db: Knex): Promise<void> {
   await db.schema.dropTableIfExists('login_failures');
-  if (db.client.config.client !== 'mysql2') return;
+  if (dialectOf(db).name !== 'mysql') return;
   for (const [table, column] of EXACT_COLUMNS) {
     await db.raw('ALTER TABLE ?? MODIFY ?? VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL', [table, column]);
   }

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
+import { dialectOf } from '../connect.js';
 
 /**
- * Single sign-on with OpenID Connect (SPEC section 11):
+ * Single sign-on with OpenID Connect (docs/sso.md):
  * - `users.oidc_provider` + `users.oidc_subject`: who signed a user in (unique together); a user signed in by a
  *   provider has the empty string as password_hash, which no password matches (users/passwords.ts).
  * - `oidc_pending_logins`: a login sent to a provider, by the SHA-256 of its `state`; single use, 10 minutes.
@@ -11,8 +12,7 @@ import type { Knex } from 'knex';
  * - `oidc_logout_tokens`: the `jti` of each back-channel logout token seen, until it could no longer be fresh.
  */
 export async function up(db: Knex): Promise<void> {
-  const mysql = db.client.config.client === 'mysql2';
-  const exactText = (column: Knex.ColumnBuilder) => (mysql ? column.collate('utf8mb4_bin') : column);
+  const { exactTextColumn: exactText } = dialectOf(db);
 
   await db.schema.alterTable('users', (table) => {
     exactText(table.string('oidc_provider', 32).nullable());

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
+import { dialectOf } from '../connect.js';
 
 /**
- * API keys, machine identities (SPEC section 12). A key is stored only as the SHA-256 hex of its whole text
+ * API keys, machine identities (docs/api-keys.md). A key is stored only as the SHA-256 hex of its whole text
  * (`tkg_…`), the primary key: the check on every request is one primary-key read joined with its owner.
  * - `id`: the key's public name (what list shows, revoke takes, the audit trail records); never secret.
  * - `scope`: a JSON array of toolkit names; `[]` = every toolkit the owner may call.
@@ -9,8 +10,7 @@ import type { Knex } from 'knex';
  * Times are BIGINT epoch milliseconds as in 001; the same on SQLite and MariaDB.
  */
 export async function up(db: Knex): Promise<void> {
-  const mysql = db.client.config.client === 'mysql2';
-  const exactText = (column: Knex.ColumnBuilder) => (mysql ? column.collate('utf8mb4_bin') : column);
+  const { exactTextColumn: exactText } = dialectOf(db);
 
   await db.schema.createTable('api_keys', (table) => {
     table.specificType('key_hash', 'char(64)').primary();

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * The audit trail (SPEC section 13):
+ * The audit trail (docs/audit.md):
  * - `audit_events`: one row per recorded action (login, logout, a CLI change, an audited toolkit call...). A call's
  *   row is written before its endpoint runs and completed (status, code, duration, details) after it. Indexed for
  *   the filters of `tkgate audit` and GET {base}/admin/audit (user, toolkit, action, each with the time) and for

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * `tkgate_rate_limits`: one row per rate-limit budget (SPEC section 14), keyed by the SHA-256 of its
+ * `tkgate_rate_limits`: one row per rate-limit budget (docs/rate-limits.md), keyed by the SHA-256 of its
  * policy name, `per` and the caller's key (no user ids or addresses in clear), holding the calls counted
  * in the budget's current window, which ends at `window_end` (ms since the epoch). Every gateway on the
  * database counts here, one upsert per call (rate-limits/database-counters.ts). Its name starts with
