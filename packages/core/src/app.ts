@@ -21,7 +21,7 @@ import { healthRoutes, type ReadinessState } from './ops/health.js';
 import { requestLog } from './ops/request-log.js';
 import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-routes.js';
 import type { PluginMiddlewareSet } from './plugins/plugin-middleware.js';
-import type { Tracing } from './tracing/tracing.js';
+import type { Tracing } from './tracing/request-trace.js';
 import type { SecretMask } from './secrets/secret-mask.js';
 import { runRoutes } from './runs/run-routes.js';
 import { consoleRoutes } from './console/console-routes.js';

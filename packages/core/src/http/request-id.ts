@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Tracing } from '../tracing/tracing.js';
+import type { Tracing } from '../tracing/request-trace.js';
 import type { GatewayMiddleware } from './context.js';
 
 /**

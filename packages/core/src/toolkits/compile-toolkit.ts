@@ -6,7 +6,7 @@ import type { CheckEnvironment, ConfigIssue } from '../plugins/plugin-api.js';
 import type { JsonSchema } from '../plugins/response-description.js';
 import { compileRateLimit } from '../rate-limits/rate-limit-rule.js';
 import { compileClientFilter, type PatternCompiler } from './client-filter.js';
-import type { CompiledApproval, CompiledEndpoint, CompiledToolkit } from './compiled-toolkit.js';
+import type { CompiledApproval, CompiledEndpoint, CompiledToolkit, TemplateRoute } from './compiled-toolkit.js';
 import { fromZod, UNKNOWN_KEY, validateStandard, type Issue } from '../config/schema-issues.js';
 import type { ToolkitProblem } from './config-issues.js';
 import type { DatabaseSchema } from '../db/database-schema.js';
@@ -16,7 +16,7 @@ import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema, type Approva
 import { toolkitFileJsonSchema } from './toolkit-json-schema.js';
 import { parseSourceFile, type SourceFile } from '../config/source-file.js';
 import { compileWrapping } from './wrapping-rules.js';
-import { parseTemplate, repeatedParam, templatesOverlap, type PathTemplate, type TemplateRoute } from './path-templates.js';
+import { parseTemplate, repeatedParam, templatesOverlap, type PathTemplate } from './path-templates.js';
 
 export interface CompileEnvironment {
   schema: DatabaseSchema;
@@ -319,7 +319,7 @@ function payloadFieldsOf(
 
 const PAYLOAD_REFERENCE = /^\$payload\.([A-Za-z_][A-Za-z0-9_]*)$/;
 
-/** The fields named by `$payload.<field>` values anywhere in a type's keys (SPEC 5: an absent one is 400). */
+/** The fields named by `$payload.<field>` values anywhere in a type's keys (docs/toolkits.md: an absent one is 400). */
 function payloadReferences(value: unknown, depth = 0): string[] {
   if (typeof value === 'string') return PAYLOAD_REFERENCE.exec(value)?.slice(1, 2) ?? [];
   if (value === null || typeof value !== 'object' || depth > 16) return [];

@@ -2,7 +2,7 @@ import type { RegisteredType } from '../plugins/endpoint-types.js';
 import type { RateLimitRule } from '../rate-limits/rate-limit-rule.js';
 import type { CompiledClientFilter } from './client-filter.js';
 import type { DbContextEntry } from './db-context-entries.js';
-import type { PathTemplate, TemplateRoute } from './path-templates.js';
+import type { PathTemplate } from './path-templates.js';
 import type { WrappingRule } from './wrapping-rules.js';
 
 /** A validated toolkit, immutable once built: a request holds on to the one it started with. */
@@ -21,6 +21,12 @@ export interface CompiledToolkit {
   routes: ReadonlyMap<string, ReadonlyMap<string, CompiledEndpoint>>;
   /** The template paths, tried in order when no exact path takes a request: `{name}` ones, then wildcards (path-templates.ts). */
   templates: readonly TemplateRoute[];
+}
+
+/** Endpoints of one template path, by method. */
+export interface TemplateRoute {
+  template: PathTemplate;
+  byMethod: ReadonlyMap<string, CompiledEndpoint>;
 }
 
 export interface CompiledEndpoint {

@@ -1,5 +1,4 @@
 import type { FieldProblem } from '../errors.js';
-import type { CompiledEndpoint } from './compiled-toolkit.js';
 
 /**
  * Endpoint paths with `{name}` segments (one segment each) and a trailing `*` (the rest of the path, possibly
@@ -13,12 +12,6 @@ export interface PathTemplate {
   wildcard: boolean;
   /** The parameters in order, `*` last for a wildcard. */
   params: readonly string[];
-}
-
-/** Endpoints of one template path, by method. */
-export interface TemplateRoute {
-  template: PathTemplate;
-  byMethod: ReadonlyMap<string, CompiledEndpoint>;
 }
 
 /** What step 2 found in the URL, as received (percent-encoded): each parameter's segment and a wildcard's remainder. */

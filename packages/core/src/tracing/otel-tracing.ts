@@ -10,7 +10,7 @@ import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic
 import type { ServerConfig } from '../config/server-config.js';
 import type { Logger } from '../log.js';
 import { RecordedRequest } from './recorded-request.js';
-import type { Tracing } from './tracing.js';
+import type { Tracing } from './request-trace.js';
 import { WatchedExporter } from './watched-exporter.js';
 
 /** Queued spans beyond this are dropped: memory stays bounded whatever the collector does. */

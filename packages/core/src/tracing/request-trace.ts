@@ -7,6 +7,14 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ChildSpan, SpanAttributes, SpanOptions, TraceContext } from './trace-api.js';
 import { formatTraceparent, newSpanId, parseTraceparent, traceIdOfRequest, type RemoteParent } from './trace-context.js';
 
+/** Where a gateway's request traces begin (tracing.ts makes one: the trace context alone, or with spans). */
+export interface Tracing {
+  /** The trace of a request that has just arrived, continuing the caller's traceparent when it is valid. */
+  begin(headers: IncomingHttpHeaders, requestId: string, method: string): RequestTrace;
+  /** At stop: the spans still queued are sent (within a bound), then the exporter closes. */
+  close(): Promise<void>;
+}
+
 export interface RequestTrace extends TraceContext {
   /** Whether spans are recorded: the core's own child spans (database reads, password hashing) are made only then. */
   readonly recording: boolean;

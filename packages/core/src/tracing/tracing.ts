@@ -1,20 +1,12 @@
 /**
- * The gateway's tracing (SPEC section 15): every request gets a RequestTrace from `begin`. With
+ * The gateway's tracing (docs/operating.md, "Traces"): every request gets a RequestTrace from `begin`. With
  * tracing.enabled an OpenTelemetry tracer provider of this gateway's own (never the process-wide global)
  * records spans and a batch processor exports them over OTLP/HTTP from its own timer, with a bounded
  * queue: a slow or absent collector drops spans, it never holds or fails a request.
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Logger } from '../log.js';
-import { UnrecordedRequest, type RequestTrace } from './request-trace.js';
-
-export interface Tracing {
-  /** The trace of a request that has just arrived, continuing the caller's traceparent when it is valid. */
-  begin(headers: IncomingHttpHeaders, requestId: string, method: string): RequestTrace;
-  /** At stop: the spans still queued are sent (within a bound), then the exporter closes. */
-  close(): Promise<void>;
-}
+import { UnrecordedRequest, type Tracing } from './request-trace.js';
 
 const untraced: Tracing = {
   begin: (headers, requestId) => new UnrecordedRequest(headers, requestId),
