@@ -7,6 +7,7 @@ import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { placeCliSchema } from './cli-schema.js';
 import { RELEASE_WORKSPACES } from './stage.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -17,7 +18,8 @@ const workspaces = [...RELEASE_WORKSPACES, ...positionals];
 mkdirSync(out, { recursive: true });
 for (const old of readdirSync(out).filter((name) => name.endsWith('.tgz'))) rmSync(path.join(out, old));
 // --ignore-scripts: the plugin-exec install script compiles at install time, not when packing; the
-// template's prepack (tsc -b) is done by the build that precedes this.
+// template's prepack (tsc -b) is done by the build that precedes this, the CLI's (its schema copy) here.
+placeCliSchema();
 execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', out, '--loglevel=error', ...workspaces.flatMap((w) => ['-w', w])], {
   cwd: root,
   stdio: ['ignore', 'ignore', 'inherit'],

@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { placeCliSchema } from './cli-schema.js';
 
 /** The packages a gateway runs on; the template and the Redis example are not part of a release. */
 export const RELEASE_WORKSPACES = [
@@ -37,6 +38,8 @@ function copyWorkspaces(root, modules) {
   // The console's files are built by npm ci (the root prepare script); a checkout that skipped it builds them here.
   if (!existsSync(path.join(root, 'packages/console/dist/public/index.html')))
     execFileSync(process.execPath, [path.join(root, 'packages/console/build.js')], { stdio: 'inherit' });
+  // Packed with --ignore-scripts: the CLI's prepack (its copy of the toolkit schema) is done here.
+  placeCliSchema();
   const packs = JSON.parse(npm(root, ['pack', '--dry-run', '--json', '--ignore-scripts', ...RELEASE_WORKSPACES.flatMap((w) => ['-w', w])]));
   for (const workspace of RELEASE_WORKSPACES) {
     const { name, files } = packs.find((pack) => pack.name === manifestOf(path.join(root, workspace)).name);

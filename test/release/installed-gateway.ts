@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { expect } from 'chai';
 import { loginToken, toolkitClient } from '../support/http.js';
-import { tempDir } from '../support/paths.js';
+import { repoRoot, tempDir } from '../support/paths.js';
 import { writeToolkit } from '../support/toolkit-files.js';
 
 /**
@@ -81,6 +81,13 @@ export async function exerciseInstall(bin: string, version: string): Promise<voi
   const shown = await runInstalled(bin, ['--version'], env);
   expect(shown.stdout, shown.stderr).to.equal(`tkgate ${version}\n`);
   await migrateWithUser(cli);
+  // The toolkit schema installed with the CLI (copied from config/toolkit.schema.json when packed) is what `tkgate schema` prints.
+  const printed = await cli(['schema']);
+  expect(printed.code, printed.stderr).to.equal(0);
+  const home = path.dirname(path.dirname(realpathSync(bin)));
+  const shipped = JSON.parse(readFileSync(path.join(home, 'node_modules/@tkgate/cli/schema/toolkit.schema.json'), 'utf8')) as unknown;
+  expect(JSON.parse(printed.stdout)).to.deep.equal(shipped);
+  expect(shipped).to.deep.equal(JSON.parse(readFileSync(path.join(repoRoot, 'config/toolkit.schema.json'), 'utf8')));
 
   const child = spawn(bin, ['start', '--config', config], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
