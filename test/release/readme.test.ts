@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -24,5 +25,16 @@ describe('README: what a new user reads first holds', () => {
   it('never offers the @tkgate packages from the npm registry, which does not have them', () => {
     expect(readme).not.to.match(/npm install (-g )?@tkgate|Any npm package/);
     expect(readme).to.match(/not on the npm registry yet/);
+  });
+
+  it('draws every tracked top-level directory, package and doc in its Layout', () => {
+    const layout = readme.slice(readme.indexOf('## Layout'), readme.indexOf('```', readme.indexOf('```', readme.indexOf('## Layout')) + 3));
+    const tracked = execFileSync('git', ['ls-files'], { cwd: repoRoot, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).split('\n');
+    const topDirectories = [...new Set(tracked.filter((file) => file.includes('/') && !file.startsWith('.')).map((file) => file.split('/')[0]!))];
+    expect(topDirectories).to.include.members(['packages', 'deploy', 'docs']);
+    for (const dir of topDirectories) expect(layout, dir).to.match(new RegExp(`^${dir}/`, 'm'));
+    for (const pkg of readdirSync(path.join(repoRoot, 'packages'))) expect(layout, pkg).to.match(new RegExp(`^packages/${pkg}\\b`, 'm'));
+    expect(layout).to.match(/^Containerfile /m);
+    for (const doc of readdirSync(path.join(repoRoot, 'docs')).filter((name) => name.endsWith('.md'))) expect(layout, doc).to.include(doc);
   });
 });
