@@ -3,7 +3,7 @@
 // with V8's sampling heap profiler (1 KiB interval, objects a scavenge collects included): bytes per request by the
 // function that allocated them, and by that function and its two callers. Sampled, so a row moves by ~±50 B, and
 // inlining moves bytes between a function and its caller: compare totals, or rows of one profile. The tables of
-// docs/performance.md, "Issue 33".
+// docs/performance.md, "The proxied JSON call".
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

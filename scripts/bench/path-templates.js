@@ -1,4 +1,4 @@
-// Scenario 12 of run.js: what path templates cost the router. Two gateways on the bench database, each with 500
+// Scenario 14 of run.js: what path templates cost the router. Two gateways on the bench database, each with 500
 // toolkits of three http endpoints: one declares literal paths (hosts/web-1, hosts/web-1/services/api,
 // files/a/b), the other the same paths as templates (hosts/{host}, hosts/{host}/services/{service}, files/*).
 // Both are asked the same URL, so the rows differ only in how the path was matched (and path_params).

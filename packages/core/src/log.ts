@@ -13,7 +13,7 @@ export type LogFields = Record<string, unknown>;
 /**
  * A line's fields written as JSON members already (`"status":200,"path":"/x"`), for the one line written per
  * request, whose shape is fixed (the access line, ops/request-log.ts): JSON.stringify of its object cost
- * several times the text built by hand (docs/performance.md, "Figures behind the code's choices"). The
+ * several times the text built by hand (docs/performance.md, "The access line"). The
  * text must be valid members, none named time,
  * level, msg or err.
  */
@@ -97,7 +97,7 @@ function membersOf(fields: LogFields | JsonMembers | undefined): string | undefi
 export function createLogger(level: LogLevel = 'info', sink: LogSink = writeStdout): Logger {
   // One ISO timestamp per millisecond: under load many lines share it (an access line per request). Its
   // text up to the second is made once a second: Date's toISOString cost more than the rest of the access
-  // line (docs/performance.md, "One path: the cost"), on every line of a gateway that answers less than one
+  // line (docs/performance.md, "The access line"), on every line of a gateway that answers less than one
   // request per millisecond.
   let stampedAt = -1;
   let stamp = '';

@@ -23,7 +23,7 @@ const STARTUP_MS = 1000;
 export const STALL_MARGIN_MS = 5000;
 /**
  * How often the deadlines are looked at: one timer for the pool, not one per run (a timer per run showed
- * in an exec request's instruction count: docs/performance.md, "Figures behind the code's choices").
+ * in an exec request's instruction count: docs/performance.md, "exec: who calls fork()").
  */
 const SWEEP_MS = 1000;
 

@@ -2,7 +2,7 @@
  * Body read buffers, shared by the upstream connections of one pool. A connection holds one only while a
  * read fills it or a write to the client still refers to it: between answers (and idle in the pool) it
  * holds just its small head buffer. Reads of 512 KiB cost less gateway CPU per passthrough download than
- * smaller ones: fewer system calls on both sockets (docs/performance.md, "Fourth look"). Freed buffers are
+ * smaller ones: fewer system calls on both sockets (docs/performance.md, "Passthrough memory"). Freed buffers are
  * kept for the next reads, up to MAX_FREE: a Buffer per read is collected late by V8, and RSS grew with
  * the first large download (docs/performance.md, "Passthrough memory").
  */

@@ -28,7 +28,7 @@ const SWEEP_EVERY_MS = 1000;
 
 /**
  * One side of a relayed pair, knowing its pair: the relay's listeners are the same functions for every socket (they
- * find the other side through `this`), not closures per socket (docs/performance.md, scenario 16).
+ * find the other side through `this`), not closures per socket (docs/performance.md, "Idle WebSockets").
  */
 class RelayedSocket extends WebSocket {
   pair: Pair | undefined = undefined;

@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { repoRoot } from '../../support/paths.js';
 
-/** SPEC section 19: the console's scripts and styles at most 150 KiB gzipped in all (docs/performance.md has the figure). */
+/** The console's scripts and styles at most 150 KiB gzipped in all (docs/performance.md, "The console's size"). */
 describe('console: size of the build', () => {
   it('keeps its scripts and styles under 150 KiB gzipped, each asset named by its hash', () => {
     const dir = path.join(repoRoot, 'packages/console/dist/public');

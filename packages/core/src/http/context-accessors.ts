@@ -7,7 +7,7 @@ type Delegating = { request: Koa.Request; response: Koa.Response & { set(field: 
  * `delegates` package: one function literal for all names (`this[target][name]`), so its lookups see every
  * name and go megamorphic, V8's slowest kind, some ten times per request (Koa's own respond included). These
  * are the same accessors for the names every request uses, one function each: what they read and write is
- * still Koa's request and response, only the lookup is direct (docs/performance.md, "One path: the cost").
+ * still Koa's request and response, only the lookup is direct (docs/performance.md, "One request path through Koa").
  */
 export function directContextAccessors(context: Koa.BaseContext): void {
   // The aligned lines are a table of names: kept as written.

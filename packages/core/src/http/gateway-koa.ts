@@ -10,8 +10,8 @@ type ComposedStack = (ctx: GatewayContext) => Promise<unknown>;
  * sent or the socket gone) can only emit the app's `error` event; this gateway is `silent`, listens to no
  * such event, and its access log (ops/request-log.ts) watches each response's `close` already, booking a
  * cut response as 499. The watch (an AsyncResource and four listeners added and removed for every response)
- * was most of what the one request path cost over the old direct answers (docs/performance.md, "One path:
- * Koa's response watch"). The context, the middleware
+ * was most of what the one request path cost over the old direct answers (docs/performance.md, "One request
+ * path through Koa"). The context, the middleware
  * stack, koa-compose and the rest stay Koa's; `respond` is Koa's respond, which Koa does not export.
  * test/unit/gateway-koa.test.ts fails if a Koa release stops calling handleRequest.
  */

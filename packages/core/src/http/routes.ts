@@ -24,7 +24,7 @@ export type RouteContribution = (routes: Routes) => void;
 
 /**
  * The one router of the fixed routes (@koa/router), from every domain's contribution. Case-sensitive, like
- * the paths in SPEC. A request runs the first route its path and method match (router.match), the route's
+ * the documented paths. A request runs the first route its path and method match (router.match), the route's
  * name becomes its template in logs and metrics (ctx.state.route), and each route's middleware is composed
  * once: router.routes() would compose a new chain on every request, a cost docs/performance.md measured;
  * and the match is looked up rather than tested route by route (matchTable).
@@ -62,7 +62,7 @@ type RouteLayer = Router<GatewayState>['stack'][number];
 /**
  * What router.match(path) gives, looked up instead of tested layer by layer: it ran a regular expression
  * (and a debug call) for every route on every request, most of the router's cost per request
- * (docs/performance.md, "One path: the cost"). A route without parameters matches exactly its path and that
+ * (docs/performance.md, "One request path through Koa"). A route without parameters matches exactly its path and that
  * path with a trailing slash, so for those paths the layers router.match finds are known in advance
  * (`fixed`, the same layers in the same order); any other path can only match a route with parameters or
  * a pattern (`variable`, in the router's order), tested as router.match tests them.

@@ -51,7 +51,7 @@ export function requestRecorder({ log, access, metrics, trustProxy }: RequestLog
 }
 
 /**
- * The access line's fields (SPEC: method, path, route, status, duration_ms, bytes, request_id, trace_id, client, and
+ * The access line's fields (docs/operating.md, "Logs": method, path, route, status, duration_ms, bytes, request_id, trace_id, client, and
  * user_id once known), written as JSON by hand: one line per request (log.ts, JsonMembers).
  */
 function accessMembers({ method, path, route, status, seconds, bytes, bytesReceived, requestId, userId, trace }: FinishedRequest, client: string): string {
@@ -133,7 +133,7 @@ export function watchRequest(ctx: GatewayContext, record: RequestRecorder, trust
  * What the access line of a connection taken over (a WebSocket) needs at the socket's close, copied at the
  * handshake: the socket outlives its request, and keeping the Koa context (the request, response and headers
  * objects, the pipeline's state) for the socket's life cost more than the two `ws` sockets (docs/performance.md,
- * scenario 16).
+ * "Idle WebSockets (scenario 16)").
  */
 class TakenOverRequest {
   readonly method: string;

@@ -1,7 +1,7 @@
 /**
  * A counter and a histogram for the per-request metrics, tallied in plain nested maps and read by the
  * registry at each scrape. prom-client's own inc and observe check and hash their labels on every call:
- * a real share of a status call's CPU (docs/performance.md, "Answers outside Koa's stack"). A scrape
+ * a real share of a status call's CPU (docs/performance.md, "Request metrics tallied"). A scrape
  * reads the shapes prom-client's Counter and Histogram give, so the text, a worker's JSON and the
  * cluster's sum are the same.
  */

@@ -78,7 +78,7 @@ let spanIdOffset = spanIdBytes.length;
 /**
  * A new span id: 16 lowercase hex digits, never all zero, read from a buffer of random bytes refilled in
  * batches: a randomBytes call per id would go to the system's random source each time, and an id cut from a
- * random UUID cost the UUID's string and two slices besides the id (docs/performance.md, issue 33).
+ * random UUID cost the UUID's string and two slices besides the id (docs/performance.md, "The proxied JSON call").
  */
 export function newSpanId(): string {
   for (;;) {
