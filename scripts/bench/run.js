@@ -96,7 +96,7 @@ const cpuAtMost = (x, against) =>
     (t, b) => t.cpu_us_per_req / b.cpu_us_per_req,
     (r) => r <= x,
   );
-/** Issue 33's new calls: a ratio to a baseline of the same run, reported, not judged. */
+/** The newer calls (13, 17): a ratio to a baseline of the same run, reported, not judged. */
 const reported = (what, key, against) =>
   goal(
     `${what} vs ${against} (reported)`,
@@ -181,7 +181,7 @@ async function main() {
         server('bare Koa', koa, { url: '/api/auth/status' }),
         server('fast-gateway (Map token check)', fastGateway, { url: '/api/auth/status', headers: auth }),
       ],
-      // Issue 33: gateway CPU per request under 50 connections, beside the baselines of the same run.
+      // Gateway CPU per request under 50 connections, beside the baselines of the same run.
       [
         cpuAtMost(0.55, 'bare Koa'),
         cpuAtMost(1.0, 'fast-gateway (Map token check)'),

@@ -1,4 +1,4 @@
-// Scenario 13's async call under load (issue 33: "an async run's 202", measured as scenarios 1, 3, 12 and 15 are):
+// Scenario 13's async call under load (measured as scenarios 1, 3, 12 and 15 are):
 // `POST` to a `run: async` exec endpoint under 50 connections, gateway CPU per request and p99, beside the sync
 // exec call of the same tiny script and scenario 3's context POST, all on one gateway of its own (its own SQLite
 // file, so no other gateway claims its runs), interleaved rounds.

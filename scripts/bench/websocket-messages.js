@@ -1,4 +1,4 @@
-// Scenario 17 of run.js (issue 33: "a WebSocket message relayed", measured as scenarios 1, 3, 12 and 15 are): 50
+// Scenario 17 of run.js (a WebSocket message relayed, measured as scenarios 1, 3, 12 and 15 are): 50
 // client sockets each send a small text message and the next as soon as its echo comes back, through tkgate's
 // `websocket: true` endpoint and through a bare `ws` relay (servers/ws-relay.js, no auth), to one `ws` echo upstream
 // (servers/ws-upstream.js); the relay's CPU per message (from /proc, its process tree) and the p99 round trip, in

@@ -21,7 +21,7 @@ const notes = {
 };
 const other = { name: 'other', type: 'app', endpoints: [echoEndpoint()] };
 
-/** SPEC section 12 over HTTP: API keys made with a session, used on toolkit endpoints, status and openapi.json. */
+/** API keys (docs/api-keys.md) over HTTP: API keys made with a session, used on toolkit endpoints, status and openapi.json. */
 for (const dialect of dialects) {
   describe(`API keys over HTTP (${dialect.name})`, function () {
     this.timeout(60_000);

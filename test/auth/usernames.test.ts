@@ -5,7 +5,7 @@ import { passwordOf } from '../support/fixtures.js';
 import { writeConfig } from '../support/gateway-process.js';
 import { withGateway } from '../support/suite.js';
 
-/** SPEC section 8: usernames compare byte for byte on every database (MariaDB's PAD SPACE collations did not). */
+/** docs/scaling.md, "Guarantees and how they hold": usernames compare byte for byte on every database (MariaDB's PAD SPACE collations did not). */
 for (const dialect of dialects) {
   describe(`usernames byte for byte (${dialect.name})`, () => {
     const s = withGateway(dialect, [{ username: 'alice' }, { username: 'root', power: 100 }], { auth: { login_max_failures: 3 } }, { process: true }); // stdout is scanned;

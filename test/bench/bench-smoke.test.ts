@@ -83,7 +83,7 @@ describe('npm run bench -- --smoke', function () {
         expect(row.non2xx, `${label}: answers that were not 2xx`).to.equal(0);
       }
     }
-    // Issue 33's new calls, measured under load: the async call's 202 beside the sync exec call, a WebSocket message
+    // The new calls measured under load (docs/performance.md, "Where the goals stand"): the async call's 202 beside the sync exec call, a WebSocket message
     // beside a bare relay (the generic checks above: messages or requests per second, a p99, no failed answer).
     const underLoad = (prefix: string) => report.results.find((r) => r.scenario.startsWith(prefix) && r.rows.some((row) => row.rps !== undefined));
     expect(

@@ -11,7 +11,7 @@ const KEY_SHAPE = /^tkg_[A-Za-z0-9_-]{43}$/;
 const notes = { name: 'notes', type: 'app', endpoints: [echoEndpoint()] };
 const other = { name: 'other', type: 'app', endpoints: [echoEndpoint()] };
 
-/** `tkgate apikey create|list|revoke` (SPEC section 12) against a running gateway on the same database. */
+/** `tkgate apikey create|list|revoke` (docs/api-keys.md) against a running gateway on the same database. */
 for (const dialect of dialects) {
   describe(`tkgate apikey (${dialect.name})`, function () {
     this.timeout(60_000);

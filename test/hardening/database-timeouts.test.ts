@@ -11,7 +11,7 @@ import { withDatabase } from '../support/suite.js';
 import { createToolkitTables } from '../support/tables.js';
 import { toolkitDir } from '../support/toolkit-files.js';
 
-/** db.timeout (issue 22, defect 9): every wait for the database is bounded, and a failure is 503 `unavailable`, never 500 or no answer. */
+/** db.timeout (docs/operating.md, "A database that fails or hangs"): every wait for the database is bounded, and a failure is 503 `unavailable`, never 500 or no answer. */
 const toolkit = {
   name: 'db',
   type: 'app',

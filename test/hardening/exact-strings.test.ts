@@ -6,7 +6,7 @@ import { withGateway } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
 
 /**
- * Issue 22, defect 14: string equality in internal queries and inject_db_context filters is byte for byte
+ * String equality in internal queries and inject_db_context filters is byte for byte
  * on both databases. The table is made as an operator would, so on MariaDB its text column has the
  * server's default collation (case-insensitive, PAD SPACE).
  */

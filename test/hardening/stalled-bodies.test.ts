@@ -53,7 +53,7 @@ const stalledLogin = [
   '{"username":"sam",',
 ].join('\r\n');
 
-/** server.body_timeout (issue 22, defect 16): a stalled body is answered 408 and its connection closed, on /auth/login too. */
+/** server.body_timeout (docs/configuration.md): a stalled body is answered 408 and its connection closed, on /auth/login too. */
 describe(`stalled request bodies (${dialects[0]!.name})`, function () {
   this.timeout(60_000);
   const s = withGateway(

@@ -7,7 +7,7 @@ import { onRequests } from './raw-requests.js';
 import { runConfig, transportRuns } from './transport-runs.js';
 
 /**
- * Issue 32: an upstream that sends bytes after a complete answer (a buggy handler writing past its
+ * An upstream that sends bytes after a complete answer (a buggy handler writing past its
  * Content-Length, then a whole second answer) must never make one user's answer reach another. A raw
  * keep-alive upstream answers each request with the caller's username and the request's X-Request-Id in
  * the body, and misbehaves on some paths:

@@ -6,7 +6,7 @@ import { toolkitDir } from '../support/toolkit-files.js';
 import { runConfig, transportRuns } from './transport-runs.js';
 
 /**
- * Issue 32: a streamed response must not make the process warn (MaxListenersExceededWarning: a library's
+ * A streamed response must not make the process warn (MaxListenersExceededWarning: a library's
  * stream piped to the client left eleven close listeners on the response), whichever transport streams it.
  */
 const BIG = 1024 * 1024;

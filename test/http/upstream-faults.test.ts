@@ -12,7 +12,7 @@ import { toolkitDir } from '../support/toolkit-files.js';
 import { runConfig, transportRuns } from './transport-runs.js';
 
 /**
- * Upstream faults found by the third hardening review (issue 22, defects 1 to 4), on every transport and
+ * Upstream faults found by a hardening review (docs/toolkits.md, "type: http"), on every transport and
  * in both modes: an upstream that speaks after its answer must never reach another request's client; a
  * POST whose kept connection is cut after it was sent is not sent again; a slow downloader is not cut by
  * the upstream timeout; a malformed first chunk is a 502, and the access line says what was really sent.

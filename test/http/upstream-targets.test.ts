@@ -13,7 +13,7 @@ import { withDatabase, withGateway } from '../support/suite.js';
 import { pluginsWithTestFunctions, toolkitDir } from '../support/toolkit-files.js';
 
 /**
- * `upstream.targets` (SPEC section 18): real upstream processes on loopback (targets-upstream.ts), killed, silent,
+ * `upstream.targets` (docs/toolkits.md, "Several targets"): real upstream processes on loopback (targets-upstream.ts), killed, silent,
  * sick and slow, behind a real `tkgate start`. Each target prints every call it hears (its X-Request-Id), so a
  * call sent twice shows even on a target killed since. Not database-specific: the first dialect only. Loads are
  * bounded and nothing is timed: outcomes are asserted, and conditions awaited with generous deadlines.

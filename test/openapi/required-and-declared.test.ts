@@ -9,7 +9,7 @@ import { createToolkitTables } from '../support/tables.js';
 import { toolkitDir } from '../support/toolkit-files.js';
 
 /**
- * Issue 28: OpenAPI says what a client must send and what it may get. A payload field that a pseudo query's
+ * OpenAPI says what a client must send and what it may get. A payload field that a pseudo query's
  * `$payload.<field>` or an inject_db_context filter needs is required (without it the endpoint answers 400),
  * although client_filter.required_fields does not list it; a plugin's declared error codes are listed
  * without being repeated in its describeResponse.

@@ -85,7 +85,7 @@ describe('readiness with the database gone (a private MariaDB paused, then kille
   });
 });
 
-/** Issue 22, defect 12: a database that answers reads but refuses writes makes /readyz 503 (refused-writes.ts). */
+/** A database that answers reads but refuses writes makes /readyz 503 (refused-writes.ts). */
 for (const dialect of dialects) {
   describe(`readiness of a database that refuses writes (${dialect.name})`, function () {
     this.timeout(60_000);

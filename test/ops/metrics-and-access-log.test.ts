@@ -70,7 +70,7 @@ for (const dialect of dialects) {
       }
     });
 
-    it('writes one access line per request with exactly the SPEC fields, never a token, body or query string', async () => {
+    it('writes one access line per request with exactly the fields of docs/operating.md, never a token, body or query string', async () => {
       const token = await s.login('mia');
       const before = requestLines().length;
       const secretQuery = 'q=query-secret-value&token=' + token;

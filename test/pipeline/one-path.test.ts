@@ -18,7 +18,7 @@ for (const dialect of dialects) {
   describe(`one request path: every route through Koa's stack (${dialect.name})`, () => {
     const s = withGateway(dialect, [{ username: 'bob', power: 5 }], { server: { port: 0, cors: { origins: corsOrigins } } }, { toolkitsDir: toolkits });
 
-    it('answers a URL with a #fragment like the URL without it, on auth and toolkit routes alike (issue 22, defect 15)', async () => {
+    it('answers a URL with a #fragment like the URL without it, on auth and toolkit routes alike', async () => {
       const token = await s.login('bob');
       const port = Number(new URL(s.gateway.base).port);
       for (const path of ['/api/auth/status', '/api/tk/app/shop/echo']) {

@@ -10,7 +10,7 @@ import { awayFromWindowEnd } from './rate-limit-headers.js';
 const WINDOW_S = 3600;
 
 /**
- * SPEC section 14, "exact across instances": three `tkgate start` processes on one store, one of them with
+ * docs/rate-limits.md, "Several gateways" (exact across instances): three `tkgate start` processes on one store, one of them with
  * two workers, take concurrent bursts; the store admits exactly `limit` per budget and window, whatever the
  * burst. The toolkit's name is new each run: Redis outlives the test, and a budget is keyed by its name.
  */

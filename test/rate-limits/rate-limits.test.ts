@@ -53,7 +53,7 @@ const hot = (n: number, version = 'v1'): ToolkitDoc => ({
 
 const statuses = (replies: Reply[]) => replies.map((reply) => reply.status);
 
-/** SPEC section 14 through HTTP: budgets per user, client and endpoint, the headers, a refused call runs nothing. */
+/** Rate limits (docs/rate-limits.md) through HTTP: budgets per user, client and endpoint, the headers, a refused call runs nothing. */
 for (const dialect of dialects) {
   describe(`rate limits (${dialect.name})`, function () {
     this.timeout(60_000);

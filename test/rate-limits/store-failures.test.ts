@@ -29,7 +29,7 @@ const dir = toolkitDir({
 });
 
 /**
- * SPEC section 14: a store that cannot answer gives 503 unavailable (deny, the default) or lets the call
+ * docs/rate-limits.md: a store that cannot answer gives 503 unavailable (deny, the default) or lets the call
  * through, logged and counted (allow); an endpoint without a limit never asks it.
  */
 function storeFailureCases(setup: () => Promise<{ db: Record<string, unknown>; rateLimits: Record<string, unknown> }>) {

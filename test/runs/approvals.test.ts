@@ -43,7 +43,7 @@ const endpoints = (editedDescription: string) => [
 const ENDED = ['succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'rejected', 'expired'];
 const lines = (id: string) => (existsSync(path.join(marks, id)) ? readFileSync(path.join(marks, id), 'utf8').trim().split('\n') : []);
 
-/** SPEC section 17 on two real tkgate processes on one database, people signed in with sessions. */
+/** Approvals (docs/runs.md, "Approvals") on two real tkgate processes on one database, people signed in with sessions. */
 for (const dialect of dialects) {
   describe(`approvals: four eyes before a command runs (${dialect.name})`, function () {
     this.timeout(120_000);

@@ -11,7 +11,7 @@ import { withDatabase } from '../support/suite.js';
 const shared = { sessions: { cache_ttl: '500ms' } };
 
 /**
- * SPEC section 12 with section 8: two real `tkgate start` processes on one database. A key revoked, expired or
+ * API keys (docs/api-keys.md) on several instances (docs/scaling.md): two real `tkgate start` processes on one database. A key revoked, expired or
  * whose owner is disabled anywhere is refused by every instance within sessions.cache_ttl (by the instance
  * that revoked it, at once).
  */

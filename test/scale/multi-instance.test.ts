@@ -18,7 +18,7 @@ const shared = {
   auth: { login_max_failures: MAX_FAILURES, login_window: '1m' },
 };
 
-/** SPEC section 8: several tkgate processes on one database, proved through HTTP and the CLI. */
+/** docs/scaling.md: several tkgate processes on one database, proved through HTTP and the CLI. */
 for (const dialect of dialects) {
   describe(`several instances on one database (${dialect.name})`, function () {
     this.timeout(60_000);

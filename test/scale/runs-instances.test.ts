@@ -29,7 +29,7 @@ const shared = {
   runs: { heartbeat: '300ms', lost_after: '5s', cancel_grace: '500ms', drain_timeout: '1s' },
 };
 
-/** SPEC section 16 on several instances: real tkgate processes on one database. */
+/** Runs on several instances (docs/runs.md, "Several instances"): real tkgate processes on one database. */
 for (const dialect of dialects) {
   describe(`runs on several instances (${dialect.name})`, function () {
     this.timeout(90_000);

@@ -32,7 +32,7 @@ const shared = {
 const DEADLINE_MS = 60_000;
 
 /**
- * SPEC section 16 on three real tkgate processes on one database (test/scale/runs-instances.test.ts has two):
+ * Runs (docs/runs.md) on three real tkgate processes on one database (test/scale/runs-instances.test.ts has two):
  * claims racing three ways, a max_concurrency of 1 kept by three, a cancel and a follower on the two instances
  * that do not run the run, and the kill of the one that does.
  */

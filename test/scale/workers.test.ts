@@ -30,7 +30,7 @@ const alive = (pid: number) => {
   }
 };
 
-/** `server.workers: 2` (SPEC section 8): one port, a dead worker replaced, reloads everywhere and logged once. */
+/** `server.workers: 2` (docs/scaling.md, "Workers"): one port, a dead worker replaced, reloads everywhere and logged once. */
 for (const dialect of dialects) {
   describe(`server.workers (${dialect.name})`, function () {
     this.timeout(60_000);

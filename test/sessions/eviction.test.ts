@@ -32,7 +32,7 @@ for (const dialect of dialects) {
     });
 
     it('leaves exactly the maximum after 12 concurrent logins of one user', async () => {
-      // Logins in flight count toward the failed-login limit until they succeed (SPEC section 8): room for 12.
+      // Logins in flight count toward the failed-login limit until they succeed (docs/scaling.md): room for 12.
       const auth12 = { login_max_failures: 12 };
       gateway = await startGateway({ config: { db: s.bed.dbConfig, sessions: { max_per_user: 3 }, auth: auth12 } });
       auth = authClient(gateway.base);

@@ -58,7 +58,7 @@ export function toolkitClient(base: string, token: string | undefined, kind = 'a
   };
 }
 
-/** The API key routes of one running gateway (SPEC section 12). */
+/** The API key routes of one running gateway (docs/api-keys.md). */
 export function apiKeyClient(base: string) {
   return {
     create: (token: string, body: unknown) => call('POST', `${base}/auth/api-keys`, { token, body }),

@@ -374,7 +374,7 @@ BROKEN.push(
     editor: 'rejects',
   },
   {
-    // Issue 22 defect 8: this pattern without max_length froze the server for 4 s on a 100 KB value.
+    // This pattern without max_length froze the server for 4 s on a 100 KB value.
     file: 'pattern-cost.yaml',
     text: kit(
       'pattern-cost',

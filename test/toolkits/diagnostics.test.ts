@@ -14,7 +14,7 @@ import { pluginsWithTestFunctions, toolkitDir, writeToolkit } from '../support/t
 import { BROKEN, VALID, type Expected } from './broken-files.js';
 
 /**
- * Issue 28: a person who breaks a toolkit file the usual ways can fix it from the message alone. Each broken
+ * A person who breaks a toolkit file the usual ways can fix it from the message alone. Each broken
  * file's problems, exactly (line, column, key path, endpoint, message, hint), through `config check` (text
  * and JSON), the live reload's log line and a refused start; and the JSON Schema editors use, against the same files.
  */

@@ -5,7 +5,7 @@ import { withGateway } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
 
 /**
- * Issue 22 defect 8: a pattern's matching cost is its program size times the value's length. A pattern
+ * A pattern's matching cost is its program size times the value's length. A pattern
  * without max_length is run on at most 65,536 characters (a longer value fails it unread), and one whose
  * program is too large for that is refused at load (test/toolkits/broken-files.ts, pattern-cost.yaml).
  */

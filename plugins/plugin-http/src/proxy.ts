@@ -15,7 +15,7 @@ import { notSent, UpstreamFailure, type FailureReason } from './upstream-failure
 import { tlsOf, type UpstreamTls } from './upstream-tls.js';
 import type { UpstreamAnswer, UpstreamRequest, UpstreamResponse, UpstreamTransport } from './upstream-transport.js';
 
-/** Upstream response headers a passthrough answer carries (SPEC: type and disposition; the length apart). */
+/** Upstream response headers a passthrough answer carries (docs/toolkits.md, "type: http": type and disposition; the length apart). */
 const PASSTHROUGH_HEADERS = ['content-type', 'content-disposition'];
 /** JSON answers nested deeper are refused: whatever walks them recursively (the envelope's stringify) would overflow. */
 const MAX_JSON_DEPTH = 64;

@@ -6,7 +6,7 @@ import { upstreamTarget, type SpanTarget } from './upstream-span.js';
 import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
 
 /**
- * `upstream.targets` (SPEC section 18): several upstreams serving one API. A TargetSet per endpoint version
+ * `upstream.targets` (docs/toolkits.md, "Several targets"): several upstreams serving one API. A TargetSet per endpoint version
  * picks the target of each call (smooth weighted round robin, or the fewest calls running by weight), leaves
  * out a target that failed `passive.failures` times in a row for `passive.eject_for` (then lets one call try
  * it), and, with `health`, probes every target on its own timer. Health is this process's own: each instance,

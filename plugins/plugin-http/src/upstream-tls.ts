@@ -1,5 +1,5 @@
 /**
- * `upstream.tls` of an http endpoint (SPEC section 15): the CA that signs the upstream's certificate, a
+ * `upstream.tls` of an http endpoint (docs/toolkits.md, "type: http"): the CA that signs the upstream's certificate, a
  * client certificate and key (mTLS), and the name to send as SNI and verify the certificate against. Files
  * are relative to the toolkit file; they are read and checked when the file loads (`check`, so that
  * `tkgate config check` reports them with their key path) and kept for that version of the endpoint.

@@ -233,7 +233,7 @@ describe('upstream transports: one conformance suite', () => {
         return (JSON.parse(text) as { connection: number }).connection;
       };
 
-      it('shares kept connections only within one group and one caller (issue 32)', async () => {
+      it('shares kept connections only within one group and one caller', async () => {
         for (const streamed of [false, true]) {
           const group = `callers-${name}-${streamed}`;
           const first = await connectionOf('/connection', group, streamed, 1);

@@ -1,5 +1,5 @@
 /**
- * One event of the audit trail (SPEC section 13): who (actor, user, credential, address) did what (action, and for a
+ * One event of the audit trail (docs/audit.md): who (actor, user, credential, address) did what (action, and for a
  * toolkit call its toolkit, endpoint and method), when, and with what result (status, code, duration). `details`
  * holds only what the action's recorder chose: never a token, password, key, header value or unlisted payload field.
  */

@@ -73,13 +73,13 @@ function revoke(services: ApiKeyServices): Stage<SessionAuthenticatedState> {
 }
 
 /**
- * The API key routes (SPEC section 12) for the one router (http/routes.ts). Only a session manages keys:
+ * The API key routes (docs/api-keys.md) for the one router (http/routes.ts). Only a session manages keys:
  * a key gets 403 (authenticate).
  */
 export function apiKeyRoutes(services: ApiKeyServices): RouteContribution {
   const body = readJsonObjectBody(services.config.server.max_body_bytes, services.config.server.body_timeout_ms);
   const chain = () => StageList.start().then('authenticate', authenticate(services, { countsAsUse: true }));
-  // Creating and revoking a key are recorded in the audit trail (SPEC section 13); listing is not.
+  // Creating and revoking a key are recorded in the audit trail (docs/audit.md, "What is recorded"); listing is not.
   const audited = (action: string) => auditedAction(services.audit, action, 'session', services.config.server.trust_proxy);
   return ({ base, add }) => {
     add(

@@ -11,7 +11,7 @@ import { status } from './status.js';
 
 /**
  * The four endpoints under {base}/auth/, each a chain of Koa middleware. Any other method on these paths is 405.
- * Only status accepts an API key; logout and clear-sessions answer a key 403 (SPEC section 12).
+ * Only status accepts an API key; logout and clear-sessions answer a key 403 (docs/api-keys.md).
  * A login (once its body is read), a logout and a clear (once authenticated) are recorded in the audit trail.
  */
 export function authRoutes(services: AuthServices): RouteContribution {

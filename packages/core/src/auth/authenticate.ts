@@ -67,7 +67,7 @@ export function admits(read: SessionRead | undefined): read is SessionRead {
  * Resolves `Authorization: Bearer <token>` to a live session and its user, both from one read of the
  * database (or this process's cache of it, see SessionStore, answered without waiting): a disabled user,
  * or one whose sessions were revoked (password change, CLI clear) after this session began, is 401.
- * A live API key is 403 here: keys cannot manage sessions or keys (SPEC section 12).
+ * A live API key is 403 here: keys cannot manage sessions or keys (docs/api-keys.md).
  */
 export function authenticate(stores: CredentialStores, options: AuthenticateOptions): Stage<GatewayState, SessionAuthenticated> {
   return authenticator<SessionAuthenticated>(stores, options, false);

@@ -2,7 +2,7 @@ import type { ServerConfig } from '../config/server-config.js';
 import type { Session } from '../sessions/session.js';
 import { isoTime } from './auth-services.js';
 
-/** The `data` of a login's answer: the same for a password login and an OIDC exchange (SPEC sections 4 and 11). */
+/** The `data` of a login's answer: the same for a password login and an OIDC exchange (README.md, "The auth API"; docs/sso.md). */
 export function loginData(
   config: ServerConfig,
   user: { id: number; username: string; power: number },

@@ -22,7 +22,7 @@ export function statusData(session: Session, caller: CallerRecord): Record<strin
   };
 }
 
-/** The data of a status answer for an API key (SPEC section 12): its times (null when none), and which key. */
+/** The data of a status answer for an API key (docs/api-keys.md): its times (null when none), and which key. */
 export function keyStatusData(key: ApiKey, caller: CallerRecord): Record<string, unknown> {
   return {
     active: true,

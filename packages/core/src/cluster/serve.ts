@@ -48,7 +48,7 @@ interface DatabaseMessage {
 }
 
 /**
- * `server.workers` (SPEC section 8): with more than one, this process becomes the primary of a node:cluster
+ * `server.workers` (docs/scaling.md, "Workers"): with more than one, this process becomes the primary of a node:cluster
  * that forks the workers; each worker runs a whole gateway (its own database pool, plugins, spawn helpers,
  * toolkit watcher) on the shared port. Everything they share lives in the database.
  */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { uniqueNames } from './unique-names.js';
 
 /**
- * One entry of `auth.oidc.providers` (SPEC section 11), checked once at load. The client secret may come
+ * One entry of `auth.oidc.providers` (docs/sso.md, "Configuration"), checked once at load. The client secret may come
  * from the environment (TKGATE_OIDC_<NAME>_CLIENT_SECRET) instead of the file: `withClientSecrets`.
  */
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;

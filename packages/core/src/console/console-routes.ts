@@ -7,7 +7,7 @@ import type { RouteContribution } from '../http/routes.js';
 import type { Logger } from '../log.js';
 
 /**
- * The web console (SPEC section 19, docs/console.md): the static files of `@tkgate/console`'s build, served at
+ * The web console (docs/console.md): the static files of `@tkgate/console`'s build, served at
  * `{base}/console/`. The files are read once at start into memory and each is a fixed route of its own, so a
  * request names a file the build made or gets the router's 404: no path is ever joined from a request (no
  * traversal), and nothing else on the request path costs anything. Where the built files are: the

@@ -45,7 +45,8 @@ export interface Dialect {
   readonly writeIsolation: Knex.IsolationLevels | undefined;
   /**
    * Locks one row for the rest of the transaction and reads `columns` of it as it is now (after any write that
-   * held it committed); without `columns`, only whether it exists (an empty object). Undefined: no such row.
+   * held it committed); without `columns`, only whether it exists (an object of no particular columns). Undefined:
+   * no such row.
    */
   lockRow(
     trx: Knex.Transaction,

@@ -14,7 +14,7 @@ const PREFLIGHT_HEADERS = {
 const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Content-Disposition, RateLimit-Policy, RateLimit';
 
 /**
- * CORS for `server.cors.origins` (SPEC section 10): undefined when the list is empty, so the gateway does
+ * CORS for `server.cors.origins` (docs/browsers-and-editors.md, "CORS"): undefined when the list is empty, so the gateway does
  * no CORS work at all. A listed origin's preflight is answered here, before authentication and routing;
  * its other requests carry Allow-Origin and Expose-Headers whatever their answer (errors included, since
  * this runs outside the error envelope). An unlisted origin gets no CORS header and the browser refuses.

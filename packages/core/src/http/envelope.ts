@@ -3,7 +3,7 @@ import { isJsonText } from '../json/json-text.js';
 import type { GatewayContext } from './context.js';
 
 /**
- * The success envelope of SPEC section 4: every non-passthrough answer goes through here. Checked JSON
+ * The success envelope (README.md, "The auth API"): every non-passthrough answer goes through here. Checked JSON
  * text (an upstream's answer, see json-text.ts) is spliced in as it is, never parsed and serialised again.
  */
 export function sendData(ctx: GatewayContext, data: unknown, status = 200): void {

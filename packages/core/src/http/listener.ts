@@ -1,5 +1,5 @@
 /**
- * The main listener: plain HTTP, or HTTPS when server.tls.cert and server.tls.key are set (SPEC section 15).
+ * The main listener: plain HTTP, or HTTPS when server.tls.cert and server.tls.key are set (docs/operating.md, "TLS").
  * The certificate is read again when either file changes (polled: a replace by rename, as certbot and
  * Kubernetes secrets do it, is seen too) and on SIGHUP (`reload`); `setSecureContext` applies it to new
  * handshakes while open connections keep theirs. A pair that does not load (a bad PEM, a key that does not
@@ -32,7 +32,7 @@ const CIPHERS = [
   'ECDHE-ECDSA-CHACHA20-POLY1305',
   'ECDHE-RSA-CHACHA20-POLY1305',
 ].join(':');
-/** How often the certificate files are looked at: a change is live within 5 s (SPEC) with room to settle. */
+/** How often the certificate files are looked at: a change is live within 5 s (docs/operating.md, "TLS") with room to settle. */
 const POLL_MS = 1000;
 /** Quiet time after a change before loading, so that a cert and a key replaced one after the other load as a pair. */
 const SETTLE_MS = 500;

@@ -2,7 +2,7 @@ import type { JsonSchema } from '../plugins/response-description.js';
 import { jsonBody } from './auth-paths.js';
 import { errorResponses, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, successResponse, UNAUTHORIZED } from './envelope-schemas.js';
 
-/** The API key routes of SPEC section 12 (docs/api-keys.md), for callers with a session. */
+/** The API key routes (docs/api-keys.md), for callers with a session. */
 
 const time = { type: 'string', format: 'date-time' };
 const orNull = (schema: JsonSchema): JsonSchema => ({ oneOf: [schema, { type: 'null' }] });

@@ -1,7 +1,7 @@
 import type { JsonSchema } from '../plugins/response-description.js';
 import { errorResponses, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, successResponse, UNAUTHORIZED } from './envelope-schemas.js';
 
-/** The auth endpoints of SPEC section 4 and the description itself, as OpenAPI path items. */
+/** The auth endpoints (README.md, "The auth API") and the description itself, as OpenAPI path items. */
 
 const user = {
   type: 'object',

@@ -6,7 +6,7 @@ const envelopeFields = {
   endpoint: { type: 'string', description: 'The full request path.' },
 };
 
-/** The envelope of SPEC section 4 as OpenAPI components, and error responses built on it. */
+/** The envelope (README.md, "The auth API") as OpenAPI components, and error responses built on it. */
 export const components = {
   securitySchemes: {
     bearerAuth: { type: 'http', scheme: 'bearer', description: 'The token of POST /auth/login (43 characters, base64url).' },

@@ -32,7 +32,7 @@ export interface DocumentOptions {
 }
 
 /**
- * The OpenAPI 3.1 description of SPEC section 10, built from one toolkit snapshot: the auth endpoints and
+ * The OpenAPI 3.1 description (docs/browsers-and-editors.md, "OpenAPI 3.1"), built from one toolkit snapshot: the auth endpoints and
  * every endpoint of an enabled toolkit that the caller's power reaches.
  */
 export function openApiDocument(snapshot: ToolkitSnapshot, options: DocumentOptions): JsonSchema {

@@ -2,7 +2,7 @@ import type { JsonSchema } from '../plugins/response-description.js';
 import type { RateLimitRule } from '../rate-limits/rate-limit-rule.js';
 import type { ErrorCase } from './envelope-schemas.js';
 
-/** What a limited endpoint adds to its operation (SPEC section 14): the two errors, and the headers on every answer. */
+/** What a limited endpoint adds to its operation (docs/rate-limits.md): the two errors, and the headers on every answer. */
 export const RATE_LIMIT_ERRORS: ErrorCase[] = [
   { status: 429, code: 'rate_limited', description: 'the rate limit (RateLimit-Policy) is used up for this window; see Retry-After.' },
   { status: 503, code: 'unavailable', description: 'the rate-limit store did not answer (rate_limits.on_store_failure: deny); see Retry-After.' },

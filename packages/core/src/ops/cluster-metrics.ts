@@ -1,5 +1,5 @@
 /**
- * One scrape for every worker (SPEC section 9). With server.workers > 1 the primary serves the metrics
+ * One scrape for every worker (docs/operating.md, "Metrics"). With server.workers > 1 the primary serves the metrics
  * listener from clusterSource(), and each worker answers the primary's requests with its own registry
  * (answerPrimaryScrapes, which startGateway calls in a worker). With one process, that process
  * serves its own registry.

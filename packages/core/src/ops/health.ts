@@ -1,5 +1,5 @@
 /**
- * GET /healthz and /readyz at the root of the main listener (SPEC section 9): no auth, no envelope.
+ * GET /healthz and /readyz at the root of the main listener (docs/operating.md, "Health and readiness"): no auth, no envelope.
  * /healthz answers while the process serves; /readyz says whether this instance should get traffic.
  */
 import type { Database } from '../db/connect.js';
@@ -13,7 +13,7 @@ import type { RequestListener } from 'node:http';
 export interface ReadinessState {
   toolkitsLoaded: boolean;
   draining: boolean;
-  /** Toolkit files refused as they are now: reported, but not a reason to take the instance out (SPEC section 5). */
+  /** Toolkit files refused as they are now: reported, but not a reason to take the instance out (docs/toolkits.md, "A broken file at start"). */
   refusedToolkitFiles?: () => number;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The gateway's Prometheus metrics (SPEC section 9), in a registry of its own (never prom-client's global
+ * The gateway's Prometheus metrics (docs/operating.md, "Metrics"), in a registry of its own (never prom-client's global
  * one). With metrics.enabled false every method is a no-op, nothing is collected and prom-client is not
  * even loaded (CLI commands start faster without it).
  */

@@ -22,7 +22,7 @@ export interface RateLimitServices {
 type LimitedState = AuthenticatedState & ToolkitFound & EndpointFound;
 
 /**
- * Between steps 3 and 4 (SPEC section 14): the endpoint's rate_limit, else its toolkit's, counts this call
+ * Between steps 3 and 4 (docs/rate-limits.md): the endpoint's rate_limit, else its toolkit's, counts this call
  * in the store; a call over the budget is 429 rate_limited before its payload is read. An endpoint without
  * a limit passes straight on (no store, no header). The headers are set before the steps after this one
  * run, so every answer of a limited endpoint carries them, errors included (the error envelope keeps them).

@@ -76,7 +76,7 @@ export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly
     .then('toolkit', toolkitStep(s.registry))                                  // 1. toolkit exists and is enabled   404 toolkit_not_found
     .then('route', routeStep(s.registry.lifetimes))                            // 2. endpoint path and method        404 endpoint_not_found, 405
     .then('permission', permissionStep)                                        // 3. power >= min_power, key scope    403 forbidden
-    .then('rate-limit', rateLimitStep(rateLimits))                             //    rate_limit (SPEC 14)            429 rate_limited, 503 unavailable
+    .then('rate-limit', rateLimitStep(rateLimits))                             //    rate_limit: docs/rate-limits.md 429 rate_limited, 503 unavailable
     .then('payload-filter', payloadFilterStep(s.config.server))                // 4. client_filter                   400 invalid_payload
     .then('db-context', dbContextStep(s.db, s.reads))                          // 5. inject_db_context               500 db_context_failed
     .then('group', groupStep(s.db, s.reads))                                   // 6. toolkit group

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { durationMs } from '../plugins/config-schemas.js';
 
 /**
- * `rate_limit` in a toolkit file (SPEC section 14), on an endpoint or on the toolkit, and the rule it
+ * `rate_limit` in a toolkit file (docs/rate-limits.md), on an endpoint or on the toolkit, and the rule it
  * compiles to. A budget is named by its policy (`<toolkit>/<endpoint path>` or `<toolkit>`) and keyed by
  * that name, `per` and the caller's key: never by a compiled object, so a reload that leaves the rule's
  * name alone keeps its budgets, and a changed limit applies at the next call.

@@ -230,7 +230,7 @@ export function runRoutes(s: RunRoutesServices): RouteContribution {
     });
   };
 
-  /** Approve or reject (SPEC 17): a person who is one of the run's approvers, not its caller unless allow_self. */
+  /** Approve or reject (docs/runs.md, "Approvals"): a person who is one of the run's approvers, not its caller unless allow_self. */
   const decide =
     (decision: 'approve' | 'reject'): Stage<RunState> =>
     async (ctx) => {

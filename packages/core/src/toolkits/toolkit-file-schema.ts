@@ -4,7 +4,7 @@ import { rateLimitSchema } from '../rate-limits/rate-limit-rule.js';
 import { ENTRY } from './db-context-entries.js';
 
 /**
- * The core keys of a toolkit file (SPEC section 5). Endpoint keys that are not listed here belong to the
+ * The core keys of a toolkit file (docs/toolkits.md). Endpoint keys that are not listed here belong to the
  * endpoint's type and are validated by its plugin's schema. Every key has a description: `tkgate schema`
  * turns these schemas into the JSON Schema editors use for completion and hover text.
  */
@@ -59,7 +59,7 @@ export type ClientFilterConfig = z.infer<typeof clientFilter>;
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const method = z.enum(HTTP_METHODS);
 
-/** `approval` (SPEC 17): who must approve a run of an endpoint that runs as a job before it starts. */
+/** `approval` (docs/runs.md, "Approvals"): who must approve a run of an endpoint that runs as a job before it starts. */
 export const approvalSchema = z.strictObject({
   approvers: z
     .strictObject({

@@ -15,7 +15,7 @@ const KEPT_PER_NAME = 3;
 export const MAX_RECORDED_BYTES = 8 * 1024 * 1024;
 
 /**
- * The toolkits' good versions in the database (SPEC section 5): every instance records what it serves, so any
+ * The toolkits' good versions in the database (docs/toolkits.md, "Last good version"): every instance records what it serves, so any
  * instance that finds a file refused at start can serve that toolkit's last good version. One row per name and
  * content hash (an upsert), older ones pruned past a handful per name.
  */

@@ -7,7 +7,7 @@ import type { OidcServices } from './oidc-services.js';
 import type { OidcProvider } from './provider-registry.js';
 
 const BACKCHANNEL_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
-/** A logout token issued longer ago than this is refused (SPEC section 11). */
+/** A logout token issued longer ago than this is refused (docs/sso.md, "Back-channel logout"). */
 const MAX_AGE_S = 5 * 60;
 const CLOCK_TOLERANCE_S = 30;
 /** Asymmetric algorithms only: `none` and HMAC (the client secret as key) are never accepted. */

@@ -25,7 +25,7 @@ function usernameOf(claims: Claims, config: OidcProviderConfig): string | undefi
   return undefined;
 }
 
-/** The highest power of the matching rules, else the default (SPEC section 11). */
+/** The highest power of the matching rules, else the default (docs/sso.md, "Users and claims"). */
 function powerOf(claims: Claims, config: OidcProviderConfig): number {
   let power: number | undefined;
   for (const rule of config.power.rules) {

@@ -13,7 +13,7 @@ import { OidcProviders } from './provider-registry.js';
 import type { RateLimitCounters } from '../../rate-limits/rate-limit-counters.js';
 
 /**
- * The OIDC routes (SPEC section 11) for the one router (http/routes.ts). Discovery of the configured
+ * The OIDC routes (docs/sso.md, "The flow") for the one router (http/routes.ts). Discovery of the configured
  * providers starts here, in the background (its retry timers are unref'd: they never hold a stop).
  */
 export function oidcRoutes(

@@ -1,5 +1,5 @@
 /**
- * Whether a `return_to` is under one of a provider's allowed prefixes (SPEC section 11): the same origin, and a
+ * Whether a `return_to` is under one of a provider's allowed prefixes (docs/sso.md, "Configuration"): the same origin, and a
  * path equal to the prefix's or continuing it after a `/` (`/after` covers `/after/x`, never `/afterwards`);
  * query and fragment are free. Compared on parsed URLs, so look-alike hosts
  * (`https://tools.example.org.evil.test`), user info (`https://tools.example.org@evil.test`), backslashes and
