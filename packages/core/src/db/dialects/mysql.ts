@@ -1,7 +1,7 @@
-import knex, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import type { ColumnKind } from '../column-types.js';
 import type { DatabaseSettings, Dialect, DriverError } from '../dialect.js';
-import { DEFAULT_CONNECT_MS, insertedIdOf, likePattern, lockRowForUpdate, quietKnexLog, serverAddress, serverUrl, withOrderedBindings } from './shared.js';
+import { DEFAULT_CONNECT_MS, insertedIdOf, likePattern, lockRowForUpdate, openServerPool, serverAddress, serverUrl, withOrderedBindings } from './shared.js';
 
 /** MySQL and MariaDB through mysql2. */
 
@@ -108,12 +108,7 @@ export const MYSQL: Dialect = {
   system: 'mysql',
   urlSchemes: URL_SCHEMES,
 
-  open(settings: DatabaseSettings) {
-    const timeout = settings.timeout_ms;
-    const bounds = timeout === undefined ? {} : { acquireConnectionTimeout: timeout };
-    const pool = timeout === undefined ? {} : { afterCreate: boundQueries(timeout), createTimeoutMillis: timeout };
-    return knex({ client: 'mysql2', connection: mysqlConnection(settings.url, timeout), pool: { min: 0, max: 10, ...pool }, log: quietKnexLog, ...bounds });
-  },
+  open: (settings: DatabaseSettings) => openServerPool(settings, 'mysql2', mysqlConnection(settings.url, settings.timeout_ms), boundQueries),
   address: (settings) => serverAddress(settings, 'mysql', 3306),
   databaseFile: () => undefined,
   boundPage: 'limit ? offset ?',

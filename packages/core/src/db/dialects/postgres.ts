@@ -1,9 +1,9 @@
-import knex, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import pg from 'pg';
 import type { ColumnKind } from '../column-types.js';
 import type { DatabaseSettings, Dialect, DriverError } from '../dialect.js';
 import { rawRows } from '../raw-rows.js';
-import { DEFAULT_CONNECT_MS, likePattern, lockRowForUpdate, quietKnexLog, serverAddress, serverUrl } from './shared.js';
+import { DEFAULT_CONNECT_MS, likePattern, lockRowForUpdate, openServerPool, serverAddress, serverUrl } from './shared.js';
 
 /** PostgreSQL through node-postgres (pg). */
 
@@ -125,12 +125,7 @@ export const POSTGRES: Dialect = {
   system: 'postgresql',
   urlSchemes: URL_SCHEMES,
 
-  open(settings: DatabaseSettings) {
-    const timeout = settings.timeout_ms;
-    const bounds = timeout === undefined ? {} : { acquireConnectionTimeout: timeout };
-    const pool = timeout === undefined ? {} : { afterCreate: dropTimedOutConnections, createTimeoutMillis: timeout };
-    return knex({ client: 'pg', connection: postgresConnection(settings.url, timeout), pool: { min: 0, max: 10, ...pool }, log: quietKnexLog, ...bounds });
-  },
+  open: (settings: DatabaseSettings) => openServerPool(settings, 'pg', postgresConnection(settings.url, settings.timeout_ms), () => dropTimedOutConnections),
   address: (settings) => serverAddress(settings, 'postgres', 5432),
   databaseFile: () => undefined,
   // db.raw numbers the placeholders ($1, $2...) itself.

@@ -1,10 +1,28 @@
-import type { Knex } from 'knex';
+import knex, { type Knex } from 'knex';
 import type { DatabaseSettings, SearchMode } from '../dialect.js';
 
 /** What two of the dialects do alike (mostly the servers, MySQL/MariaDB and PostgreSQL, where SQLite differs). */
 
 /** knex would print to the console; its errors reach our callers as rejections and are logged there. */
 export const quietKnexLog = { warn() {}, error() {}, deprecate() {}, debug() {} };
+
+type AfterCreate = (connection: never, done: (err: Error | null, connection: unknown) => void) => void;
+
+/**
+ * A server's pool: up to 10 connections, none kept idle; with db.timeout, acquiring one and opening one are
+ * bounded by it, and `afterCreate(timeout)` bounds each query of a new connection (the driver's own way).
+ */
+export function openServerPool(
+  settings: DatabaseSettings,
+  client: 'mysql2' | 'pg',
+  connection: Knex.StaticConnectionConfig,
+  afterCreate: (timeout: number) => AfterCreate,
+): Knex {
+  const timeout = settings.timeout_ms;
+  const bounds = timeout === undefined ? {} : { acquireConnectionTimeout: timeout };
+  const pool = timeout === undefined ? {} : { afterCreate: afterCreate(timeout), createTimeoutMillis: timeout };
+  return knex({ client, connection, pool: { min: 0, max: 10, ...pool }, log: quietKnexLog, ...bounds });
+}
 
 /** How long a new connection's handshake may take when no db.timeout is given (a tool's own connection). */
 export const DEFAULT_CONNECT_MS = 10_000;
