@@ -24,6 +24,7 @@ import { registrySource, serveMetrics } from './ops/metrics-server.js';
 import { importPlugins, registerPlugins } from './plugins/plugin-loader.js';
 import { Secrets } from './secrets/secrets.js';
 import { JwtIssuers } from './auth/jwt/jwt-issuers.js';
+import { InternalCalls } from './auth/internal-calls.js';
 import { maskedLogger } from './secrets/masked-logger.js';
 import { migratePlugins } from './plugins/plugin-migrations.js';
 import { databaseCounters, sweepRateLimits } from './rate-limits/database-counters.js';
@@ -228,6 +229,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     // Workload tokens act as a configured user, read as an API key's owner is (trusted as long as a session read).
     const jwtIssuers = new JwtIssuers(config.auth.jwt_issuers, users, new SessionCache(freshness), log);
     const pluginMiddleware = plugins.middleware;
+    const internalCalls = new InternalCalls(config.server.base_url);
     const app = createApp({
       config,
       db,
@@ -235,6 +237,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       sessions,
       apiKeys,
       jwtIssuers,
+      internalCalls,
       secretMask: secrets.mask,
       users,
       limiter,
@@ -250,6 +253,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       consoleDir: options.consoleDir,
     });
     handle = app.callback();
+    internalCalls.attach(handle);
     serveUpgrades(server, handle);
     if (!listeningEarly) await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));

@@ -11,6 +11,7 @@ import { hashToken, looksLikeToken } from '../sessions/token.js';
 import type { CallerRecord } from '../users/user-directory.js';
 import type { Credential } from '../sessions/credential.js';
 import { looksLikeJwt, type JwtIdentity, type JwtIssuers, type JwtRead } from './jwt/jwt-issuers.js';
+import type { InternalCalls, InternalRunOptions } from './internal-calls.js';
 
 /** What authentication adds to a request's state. */
 export interface Authenticated {
@@ -23,6 +24,8 @@ export interface Authenticated {
   apiKey?: ApiKey;
   /** The workload token's identity (auth.jwt_issuers), when the credential is one. */
   jwt?: JwtIdentity;
+  /** What the run of an internal call carries (auth/internal-calls.ts: a schedule's fire, a rerun). */
+  internalRun?: InternalRunOptions;
 }
 
 /**
@@ -46,6 +49,8 @@ export interface CredentialStores {
   apiKeys: ApiKeyStore;
   /** auth.jwt_issuers: platforms' signed tokens (none configured: a JWT is refused as any unknown token). */
   jwtIssuers?: JwtIssuers;
+  /** The gateway's calls of its own endpoints: their identity comes with the request object (internal-calls.ts). */
+  internalCalls?: InternalCalls;
 }
 
 export interface AuthenticateOptions {
@@ -82,7 +87,7 @@ export function authenticateSessionOrKey(stores: CredentialStores, options: Auth
 }
 
 function authenticator<Added extends Authenticated>(
-  { sessions, apiKeys, jwtIssuers }: CredentialStores,
+  { sessions, apiKeys, jwtIssuers, internalCalls }: CredentialStores,
   options: AuthenticateOptions,
   acceptsKeys: boolean,
 ): Stage<GatewayState, Added> {
@@ -118,6 +123,12 @@ function authenticator<Added extends Authenticated>(
     if (token !== undefined && looksLikeApiKey(token)) return admitRead(apiKeys, hashApiKey(token), admitKey, ctx, next);
     // Neither has dots: a JWT (three base64url parts) is told apart after both, at no cost to them.
     if (token !== undefined && jwtIssuers?.enabled && looksLikeJwt(token)) return admitRead(jwtIssuers, token, admitJwt, ctx, next);
+    // An internal call sends no credential: its identity is the request object's (no client request has one).
+    const internal = token === undefined && acceptsKeys ? internalCalls?.callerOf(ctx.req) : undefined;
+    if (internal) {
+      Object.assign(ctx.state, internal.authenticated, internal.run && { internalRun: internal.run });
+      return next();
+    }
     throw unauthorized();
   };
 }

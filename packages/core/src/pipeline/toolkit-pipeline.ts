@@ -1,4 +1,5 @@
 import type { JwtIssuers } from '../auth/jwt/jwt-issuers.js';
+import type { InternalCalls } from '../auth/internal-calls.js';
 import type { ApiKeyStore } from '../api-keys/api-key-store.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { authenticateSessionOrKey } from '../auth/authenticate.js';
@@ -39,6 +40,8 @@ export interface PipelineServices {
   sessions: SessionStore;
   apiKeys: ApiKeyStore;
   jwtIssuers: JwtIssuers;
+  /** The gateway's calls of its own endpoints (schedules' fires, choices, reruns): authenticated by their request object. */
+  internalCalls?: InternalCalls;
   registry: ToolkitRegistry;
   metrics: GatewayMetrics;
   /** The audit trail: audited endpoints' calls are written to it (audit-call-step.ts). */
