@@ -187,6 +187,8 @@ for (const dialect of dialects) {
         /subject repo:acme\/app:ref:refs\/heads\/feature is not/,
       );
       await expectRefused(await echo(await token(rsa, { sub: 'repo:evil/tools' })), /subject repo:evil\/tools is not/);
+      // A subject of the list's prefix holding a NUL (signed by the issuer): refused, never a database error.
+      await expectRefused(await echo(await token(rsa, { sub: 'repo:acme/tools\u0000x' })), /sub holds a NUL character/);
       // Within the leeway, a clock a little ahead or behind is no failure.
       expect((await echo(await token(rsa, { nbf: now() + 30 }))).status).to.equal(200);
       expect((await echo(await token(rsa, { exp: now() - 30 }))).status).to.equal(200);

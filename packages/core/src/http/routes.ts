@@ -3,6 +3,7 @@ import type { Next } from 'koa';
 import compose, { type ComposedMiddleware } from 'koa-compose';
 import { methodNotAllowed } from '../errors.js';
 import type { GatewayContext, GatewayMiddleware, GatewayState } from './context.js';
+import { refuseNulInUrl } from './payload-parsers.js';
 
 type Method = 'GET' | 'POST' | 'DELETE' | 'PUT' | 'PATCH';
 
@@ -28,7 +29,7 @@ export type RouteContribution = (routes: Routes) => void;
  * name becomes its template in logs and metrics (ctx.state.route), and each route's middleware is composed
  * once: router.routes() would compose a new chain on every request, a cost docs/performance.md measured;
  * and the match is looked up rather than tested route by route (matchTable).
- * A path it does not know goes on (to the 404 after it).
+ * A path it does not know goes on (to the 404 after it). A URL holding a NUL is refused first (payload-parsers.ts).
  */
 export function gatewayRouter(base: string, contributions: readonly RouteContribution[]): GatewayMiddleware {
   const router = new Router<GatewayState>({ sensitive: true });
@@ -46,6 +47,7 @@ export function gatewayRouter(base: string, contributions: readonly RouteContrib
   for (const layer of router.stack) chains.set(layer, compose(layer.stack as GatewayMiddleware[]));
   const { fixed, variable } = matchTable(router);
   return (ctx, next) => {
+    refuseNulInUrl(ctx.req.url!);
     const path = ctx.path;
     const method = ctx.method;
     const onPath = fixed.get(path);

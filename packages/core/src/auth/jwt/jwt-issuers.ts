@@ -136,6 +136,8 @@ export class JwtIssuers {
     });
     const audiences = typeof payload.aud === 'string' ? [payload.aud] : (payload.aud ?? []);
     const subject = payload.sub!;
+    // The subject is recorded (audit, runs): a NUL, which PostgreSQL's text cannot hold, is no subject anyone configured.
+    if (subject.includes('\u0000')) throw new Refused('sub holds a NUL character');
     const fits = candidates.filter((entry) => [entry.audience].flat().some((audience) => audiences.includes(audience)));
     if (fits.length === 0) throw new Refused('aud names none of the audiences configured for this issuer');
     const entry = fits.find((candidate) => subjectMatches(subject, candidate.subjects));
