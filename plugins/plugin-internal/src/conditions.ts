@@ -1,4 +1,5 @@
 import {
+  GatewayError,
   NOT_CONVERTIBLE,
   invalidPayload,
   textSearch,
@@ -11,7 +12,7 @@ import {
   type SearchMode,
 } from '@tkgate/core';
 import { bindValue, parseValue, resolveList, type BoundValue } from './bound-values.js';
-import { MAX_IN_ITEMS, operatorOf, type Operator, type Scalar, type WhereValue } from './internal-config.js';
+import { MAX_IN_ITEMS, MAX_SEARCH_LENGTH, operatorOf, type Operator, type Scalar, type WhereValue } from './internal-config.js';
 
 /**
  * One condition of a where, parsed once at load: `column: value` (equality) or an operator object
@@ -88,7 +89,9 @@ export function resolveCondition(condition: Condition, context: RequestContext, 
     case 'like': {
       const text = bindValue({ column: condition.column, value: value!, type }, context, usedBy);
       if (text === null || text === NOT_CONVERTIBLE) return NOTHING;
-      return { shape: 'v', values: [String(text)] };
+      const search = String(text);
+      if (search.length > MAX_SEARCH_LENGTH) throw searchTooLong(value!, usedBy);
+      return { shape: 'v', values: [search] };
     }
     default: {
       const bound = bindValue({ column: condition.column, value: value!, type }, context, usedBy);
@@ -97,6 +100,15 @@ export function resolveCondition(condition: Condition, context: RequestContext, 
       return { shape: 'v', values: [bound] };
     }
   }
+}
+
+/** A search text past MAX_SEARCH_LENGTH: the client's mistake when it came from the request (400), else the gateway's. */
+function searchTooLong(value: BoundValue, usedBy: string): GatewayError {
+  const source = 'source' in value ? value.source : 'literal';
+  const field = source === 'path' ? `path.${(value as { field: string }).field}` : 'field' in value ? value.field : 'search';
+  const problem = { field, rule: 'max_length', message: `${field} must be at most ${MAX_SEARCH_LENGTH} characters for ${usedBy}` };
+  if (source === 'payload' || source === 'path') return invalidPayload([problem]);
+  return new GatewayError(500, 'internal_error', 'internal error', { cause: new Error(`$${source}.${field}: ${problem.message}`) });
 }
 
 /** An item of a payload list, as the column's type: one that does not convert is the client's mistake. */

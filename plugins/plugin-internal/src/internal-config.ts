@@ -22,8 +22,20 @@ export type Comparison = (typeof COMPARISONS)[number];
 export const MAX_IN_ITEMS = 1000;
 
 const comparison = (words: string) => scalar.optional().describe(`The column ${words} this value (a literal or a reference).`);
+/**
+ * The longest search text (UTF-16 units): SQLite refuses a pattern past 50,000 bytes, which its GLOB of an escaped
+ * text of 3 bytes a unit at most stays far below; every database is bounded alike (docs/toolkits.md).
+ */
+export const MAX_SEARCH_LENGTH = 4096;
+
 const search = (words: string) =>
-  z.string().optional().describe(`Rows whose text ${words} this value, case-sensitive; its own wildcard characters match only themselves.`);
+  z
+    .string()
+    .max(MAX_SEARCH_LENGTH)
+    .optional()
+    .describe(
+      `Rows whose text ${words} this value, case-sensitive; its own wildcard characters match only themselves. A search text is at most ${MAX_SEARCH_LENGTH} characters (longer from the request: 400).`,
+    );
 
 const ONE_OPERATOR = 'needs exactly one operator: >=, <=, >, <, !=, =, in, like or is_null';
 
