@@ -38,9 +38,10 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 
 /** One of a run's output streams as the sink gets it: secret values masked as `***`, also when split across chunks. */
 function maskedStream(output: OutputSink, stream: 'stdout' | 'stderr', secrets: PluginSecrets) {
-  const mask = secrets.maskStream();
-  const decoder = new StringDecoder('utf8');
   const pass = (text: string) => text !== '' && output.write(stream, Buffer.from(text, 'utf8'));
+  // What the mask holds back is passed on at a pause: a waiting command shows its last line (docs/secrets.md).
+  const mask = secrets.maskStream(pass);
+  const decoder = new StringDecoder('utf8');
   return {
     write: (chunk: Buffer) => pass(mask.push(decoder.write(chunk))),
     end: () => pass(mask.push(decoder.end()) + mask.end()),

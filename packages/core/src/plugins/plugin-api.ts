@@ -108,8 +108,11 @@ export interface PluginSecrets {
   mask(text: string): string;
   /** JSON-able data with every string masked as `mask` does. */
   maskData(data: unknown): unknown;
-  /** A mask for a stream of text chunks (a value cut across two chunks is masked too). */
-  maskStream(): SecretStreamMask;
+  /**
+   * A mask for a stream of text chunks (a value cut across two chunks is masked too). (1.5) With `release`, the
+   * end it holds back is passed to it, masked, once no chunk has followed for a moment (a pause).
+   */
+  maskStream(release?: (text: string) => void): SecretStreamMask;
 }
 
 /**

@@ -166,7 +166,7 @@ function pluginApi(
       value: (reference) => types.secrets.value(reference),
       mask: (text) => types.secrets.mask.mask(text),
       maskData: (data) => types.secrets.mask.maskData(data),
-      maskStream: () => types.secrets.mask.stream(),
+      maskStream: (release) => types.secrets.mask.stream(release),
     },
   };
 }

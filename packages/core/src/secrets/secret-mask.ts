@@ -33,29 +33,24 @@ export class SecretMask {
   }
 
   /**
-   * Where the part of `text` that may still become a value begins: the earliest index whose rest is a proper
-   * beginning of a value (a value cut by a chunk boundary may follow), moved past any whole value that runs
-   * across it; `text.length` when nothing needs holding back.
+   * Where the part of `text` held back for the next chunk begins: its last `longest - 1` characters, whatever they
+   * are (a value cut by a chunk boundary may follow), moved past any whole value that runs across that point; 0..
+   * `text.length`. What is held never depends on whether the text begins a value: a caller who can make a command
+   * print their text learns nothing from what the stream holds back (docs/secrets.md).
    */
   holdFrom(text: string): number {
-    let from = text.length;
-    for (let i = Math.max(0, text.length - this.longest + 1); i < text.length; i++) {
-      const rest = text.slice(i);
-      if (this.values.some((value) => value.length > rest.length && value.startsWith(rest))) {
-        from = i;
-        break;
+    let from = Math.max(0, text.length - Math.max(0, this.longest - 1));
+    for (let moved = true; moved && from > 0 && from < text.length;) {
+      moved = false;
+      for (const value of this.values) {
+        const at = text.lastIndexOf(value, from - 1);
+        if (at >= 0 && at + value.length > from) {
+          from = at + value.length;
+          moved = true;
+        }
       }
     }
-    for (const value of this.values) {
-      const at = from > 0 ? text.lastIndexOf(value, from - 1) : -1;
-      if (at >= 0 && at + value.length > from) return this.holdAfter(text, at + value.length);
-    }
     return from;
-  }
-
-  private holdAfter(text: string, end: number): number {
-    const from = this.holdFrom(text.slice(end));
-    return end + from;
   }
 
   /** JSON-able data with every string (keys too) masked; the same object when nothing needed masking. */
@@ -67,34 +62,72 @@ export class SecretMask {
     return Object.fromEntries(Object.entries(data).map(([key, value]) => [this.mask(key), this.maskData(value)]));
   }
 
-  /** A mask for one stream of text chunks (a run's output): a value cut across two chunks is masked too. */
-  stream(): SecretStreamMask {
-    return new SecretStreamMask(this);
+  /**
+   * A mask for one stream of text chunks (a run's output): a value cut across two chunks is masked too. With
+   * `release`, what is held back is passed to it, masked, once no chunk has followed for HOLD_PAUSE_MS (a command
+   * waiting shows its last line); without, it waits for the next chunk or the end.
+   */
+  stream(release?: (text: string) => void): SecretStreamMask {
+    return new SecretStreamMask(this, release);
   }
 }
 
 /**
+ * How long a stream's held-back end waits for the next chunk. The pieces of one write of a command arrive back to
+ * back; a value printed in pieces with pauses between them is not masked whole (docs/secrets.md).
+ */
+export const HOLD_PAUSE_MS = 50;
+
+/**
  * Masks a stream chunk by chunk. A chunk's end that could be the start of a secret is held back until the
- * next chunk shows whether it is one; `end()` gives what is left. Text out never holds a known value.
+ * next chunk shows whether it is one, or a pause (with `release`); `end()` gives what is left. Text out never holds
+ * a known value written in one piece.
  */
 export class SecretStreamMask {
   private held = '';
+  private pause: NodeJS.Timeout | undefined;
+  private settle: NodeJS.Immediate | undefined;
 
-  constructor(private readonly mask: SecretMask) {}
+  constructor(
+    private readonly mask: SecretMask,
+    private readonly release?: (text: string) => void,
+  ) {}
 
   /** The text of `chunk` that can be passed on now, masked. */
   push(chunk: string): string {
     if (this.mask.empty && this.held === '') return chunk;
+    this.stopWaiting();
     const text = this.held + chunk;
     const from = this.mask.holdFrom(text);
     this.held = text.slice(from);
+    if (this.held !== '' && this.release) this.pause = setTimeout(this.paused, HOLD_PAUSE_MS).unref();
     return this.mask.mask(text.slice(0, from));
   }
 
   /** What was held back, masked, once the stream has ended. */
   end(): string {
+    this.stopWaiting();
     const rest = this.mask.mask(this.held);
     this.held = '';
     return rest;
+  }
+
+  /**
+   * The pause is over: released after the poll phase of this loop turn, so that a chunk already waiting to be read
+   * (the loop was busy for longer than the pause) is pushed first and joins the held text.
+   */
+  private readonly paused = (): void => {
+    this.pause = undefined;
+    this.settle = setImmediate(() => {
+      this.settle = undefined;
+      const rest = this.end();
+      if (rest !== '') this.release!(rest);
+    });
+  };
+
+  private stopWaiting(): void {
+    if (this.pause) clearTimeout(this.pause);
+    if (this.settle) clearImmediate(this.settle);
+    this.pause = this.settle = undefined;
   }
 }
