@@ -9,7 +9,7 @@ const session = { token: null };
 const gatewayUrl = () => $('gateway').value.trim().replace(/\/+$/, '');
 
 /** One call to the gateway: the status, the X-Request-Id header (readable thanks to CORS Expose-Headers) and the body. */
-async function callGateway(method, path, { json, query } = {}) {
+async function callGateway(method, path, { json, query, credentials = 'same-origin' } = {}) {
   const url = new URL(gatewayUrl() + path);
   for (const [name, value] of query ?? []) url.searchParams.append(name, value);
   const headers = {};
@@ -17,7 +17,7 @@ async function callGateway(method, path, { json, query } = {}) {
   if (json !== undefined) headers['content-type'] = 'application/json';
   let response;
   try {
-    response = await fetch(url, { method, headers, body: json === undefined ? undefined : JSON.stringify(json) });
+    response = await fetch(url, { method, headers, credentials, body: json === undefined ? undefined : JSON.stringify(json) });
   } catch {
     throw new Error(`the gateway ${gatewayUrl()} cannot be reached from this page, or does not allow its origin ${location.origin} (server.cors.origins)`);
   }
@@ -82,7 +82,9 @@ async function finishSignIn() {
   history.replaceState(null, '', returnTo());
   if (fragment.has('error')) return showError(`sign-in refused: ${fragment.get('error')}`);
   try {
-    await startSession(await callGateway('POST', '/auth/oidc/exchange', { json: { login_code: fragment.get('login_code') } }), 'Signed in');
+    // With the gateway's cookie: the code is bound to the browser that signed in (docs/sso.md).
+    const exchange = { json: { login_code: fragment.get('login_code') }, credentials: 'include' };
+    await startSession(await callGateway('POST', '/auth/oidc/exchange', exchange), 'Signed in');
   } catch (err) {
     showError(err.message);
   }

@@ -97,6 +97,20 @@ for (const dialect of dialects) {
       }
     });
 
+    it("answers the OIDC exchange, and only it, with credentials for an allowed origin (its login_code is bound to the browser's cookie)", async () => {
+      const exchange = `${s.gateway.base}/auth/oidc/exchange`;
+      const pre = await preflight(exchange, LISTED);
+      expect(pre.status).to.equal(204);
+      expect(pre.headers.get('access-control-allow-origin')).to.equal(LISTED);
+      expect(pre.headers.get('access-control-allow-credentials')).to.equal('true');
+      const actual = await call('POST', exchange, { headers: { origin: LISTED }, body: { login_code: 'x'.repeat(43) } });
+      expect(actual.status).to.equal(400);
+      expect(actual.headers.get('access-control-allow-origin')).to.equal(LISTED);
+      expect(actual.headers.get('access-control-allow-credentials')).to.equal('true');
+      expect(corsHeaders(await call('POST', exchange, { headers: { origin: UNLISTED }, body: {} }))).to.deep.equal([]);
+      expect((await preflight(`${s.gateway.base}/auth/login`, LISTED)).headers.get('access-control-allow-credentials')).to.equal(null);
+    });
+
     it('answers "*" with a literal * and never with credentials; sends nothing when no origin is configured', async () => {
       const any = await startGateway({ config: { db: s.bed.dbConfig, server: { port: 0, cors: { origins: ['*'] } } } });
       const none = await startGateway({ config: { db: s.bed.dbConfig } });
@@ -106,6 +120,11 @@ for (const dialect of dialects) {
         expect(pre.headers.get('access-control-allow-origin')).to.equal('*');
         expect(pre.headers.get('access-control-allow-credentials')).to.equal(null);
         expectActualAnswer(await call('GET', `${any.base}/auth/status`, { headers: { origin: 'http://anyone.example.test' } }), '*', 'wildcard 401');
+        // The exchange carries the browser's cookie: the origin by name (a credentialed answer may not say *).
+        const exchange = await preflight(`${any.base}/auth/oidc/exchange`, UNLISTED);
+        expect(exchange.headers.get('access-control-allow-origin')).to.equal(UNLISTED);
+        expect(exchange.headers.get('access-control-allow-credentials')).to.equal('true');
+        expect(exchange.headers.get('vary')).to.match(/origin/i);
 
         const old = await preflight(`${none.base}/auth/login`, LISTED);
         expect(old.status).to.equal(405);

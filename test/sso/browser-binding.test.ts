@@ -2,7 +2,7 @@ import https from 'node:https';
 import { expect } from 'chai';
 import { makeCertificates } from '../support/certificates.js';
 import { dialects } from '../support/databases.js';
-import { loginUrl, withSso } from './sso-suite.js';
+import { browserAtCallback, loginUrl, withSso } from './sso-suite.js';
 
 const certs = makeCertificates();
 
@@ -61,6 +61,21 @@ describe(`single sign-on binds a login to its browser with a cookie fit for the 
       expect(attributes).to.include.members(['path=/', 'httponly', 'samesite=lax']);
       expectExpiry(attributes);
       expect(attributes).not.to.include('secure');
+    });
+
+    it("the callback binds its login_code with a cookie of its own: HttpOnly, SameSite=Strict, Path=/, the code's 60 s", async () => {
+      s.idp.addAccount({ sub: 'u-5001', claims: { preferred_username: 'cody' } });
+      const { agent, callback } = await browserAtCallback(s.base, 'u-5001');
+      const answer = await agent.get(callback);
+      expect(answer.status).to.equal(302);
+      expect(answer.headers.get('location')).to.match(/#login_code=/);
+      const lines = answer.headers.getSetCookie().filter((line) => /^tkgate-login-/.test(line));
+      expect(lines, answer.headers.getSetCookie().join('\n')).to.have.length(1);
+      expect(lines[0]).to.match(/^tkgate-login-[\w-]{12}=[\w-]{43};/);
+      const attributes = lines[0]!.toLowerCase().split('; ').slice(1);
+      expect(attributes).to.include.members(['path=/', 'httponly', 'samesite=strict']);
+      expect(attributes).not.to.include('secure');
+      expectExpiry(attributes);
     });
   });
 });

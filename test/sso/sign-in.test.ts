@@ -6,6 +6,7 @@ import { writeConfig } from '../support/gateway-process.js';
 import { authClient, call } from '../support/http.js';
 import { scrape, valueOf } from '../support/ops.js';
 import { APP, browserAtCallback, exchange, RETURN_TO, signInCode, signInToken, visitCallback, withSso } from './sso-suite.js';
+import { UserAgent } from './user-agent.js';
 
 for (const dialect of dialects) {
   describe(`single sign-on with a real OpenID provider (${dialect.name})`, function () {
@@ -93,15 +94,40 @@ for (const dialect of dialects) {
     });
 
     it('a login_code is single use; unknown and malformed codes are 400', async () => {
-      const code = await signInCode(s, 'u-1001');
+      const agent = new UserAgent();
+      const code = await signInCode(s, 'u-1001', { agent });
+      const replayer = agent.copy(); // the code's cookie too
       expect((await exchange(s.base, code)).status).to.equal(200);
-      const again = await exchange(s.base, code);
+      expect(
+        agent.cookieNames().filter((name) => name.startsWith('tkgate-')),
+        'the exchange clears the cookie',
+      ).to.deep.equal([]);
+      const again = await exchange(s.base, code, replayer);
       expect(again.status).to.equal(400);
       expect(again.body.error.code).to.equal('invalid_login_code');
       expect((await exchange(s.base, 'x'.repeat(43))).body.error.code).to.equal('invalid_login_code');
       const missing = await call('POST', `${s.base}/auth/oidc/exchange`, { body: {} });
       expect(missing.status).to.equal(400);
       expect(missing.body.error.details[0]).to.include({ field: 'login_code', rule: 'required' });
+    });
+
+    it('a login_code works only in the browser it was handed to: without its cookie it is 400 and stays unused', async () => {
+      const signedIn = new UserAgent();
+      const code = await signInCode(s, 'u-1002', { agent: signedIn });
+      expect(signedIn.cookieNames().filter((name) => /^tkgate-login-[\w-]{12}$/.test(name))).to.have.length(1);
+      // The attacker's own code, sent to a victim: the victim's browser has no cookie for it, or one for another code.
+      const victim = new UserAgent();
+      await signInCode(s, 'u-1004', { agent: victim });
+      for (const browser of [null, new UserAgent(), victim]) {
+        const refused = await exchange(s.base, code, browser);
+        expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
+        expect(refused.body.error.code).to.equal('invalid_login_code');
+      }
+      expect(s.gateways[0]!.logs.some((line) => line.msg === 'login_code refused')).to.equal(true);
+      // The browser that signed in still exchanges it.
+      const reply = await exchange(s.base, code, signedIn);
+      expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
+      expect(reply.body.data.user).to.include({ username: 'bob' });
     });
 
     it('OIDC users have no password: password login answers 401 as for a wrong one', async () => {

@@ -118,6 +118,9 @@ export async function visitCallback(url: string, agent?: UserAgent): Promise<{ s
   return { status: response.status, location, fragment, body: await response.text() };
 }
 
+/** The browser each login_code was handed to (its cookie binds the code to it): the exchange is made from there. */
+const browsersOfCodes = new Map<string, UserAgent>();
+
 /** A whole sign-in of `sub` through `base` (the callback may be given to another instance): the login_code. */
 export async function signInCode(suite: SsoSuite, sub: string, options: { base?: string; callbackBase?: string; agent?: UserAgent } = {}): Promise<string> {
   const base = options.base ?? suite.base;
@@ -129,10 +132,25 @@ export async function signInCode(suite: SsoSuite, sub: string, options: { base?:
   expect(answer.location.startsWith(`${RETURN_TO}#`), answer.location).to.equal(true);
   const code = answer.fragment.get('login_code');
   expect(code, answer.location).to.be.a('string');
+  browsersOfCodes.set(code!, agent);
   return code!;
 }
 
-export const exchange = (base: string, loginCode: unknown): Promise<Reply> => call('POST', `${base}/auth/oidc/exchange`, { body: { login_code: loginCode } });
+/**
+ * POST {base}/auth/oidc/exchange from `browser`: by default the browser the code was handed to (with its cookies),
+ * `null` for a client with no cookies at all.
+ */
+export async function exchange(
+  base: string,
+  loginCode: unknown,
+  browser: UserAgent | null | undefined = browsersOfCodes.get(String(loginCode)),
+): Promise<Reply> {
+  const url = `${base}/auth/oidc/exchange`;
+  if (!browser) return call('POST', url, { body: { login_code: loginCode } });
+  const response = await browser.postJson(url, { login_code: loginCode });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text === '' ? text : JSON.parse(text) };
+}
 
 /** A whole sign-in and exchange: the session's token. */
 export async function signInToken(suite: SsoSuite, sub: string, options: Parameters<typeof signInCode>[2] = {}): Promise<string> {

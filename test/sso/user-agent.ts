@@ -13,6 +13,23 @@ export class UserAgent {
     return this.send(url, { method: 'POST', body: new URLSearchParams(fields), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
   }
 
+  /** A script's JSON call from a page of this browser (the OIDC exchange): with the browser's cookies. */
+  async postJson(url: string, body: unknown): Promise<Response> {
+    return this.send(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  }
+
+  /** Another browser holding the same cookies (a copied cookie jar: a replay with the right cookie). */
+  copy(): UserAgent {
+    const other = new UserAgent();
+    for (const [name, value] of this.cookies) other.cookies.set(name, value);
+    return other;
+  }
+
+  /** The names of the cookies this browser holds. */
+  cookieNames(): string[] {
+    return [...this.cookies.keys()];
+  }
+
   private async send(url: string, init: RequestInit): Promise<Response> {
     const headers = new Headers(init.headers);
     if (this.cookies.size > 0) headers.set('cookie', [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; '));

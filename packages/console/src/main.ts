@@ -85,14 +85,22 @@ function signIn(message?: string): void {
   username.focus();
 }
 
-/** Back from a provider: `#login_code=…` (or `#error=…`) is read, dropped from the address bar, and exchanged. */
+/**
+ * Back from a provider: `#login_code=…` (or `#error=…`) is read, dropped from the address bar, and exchanged. The
+ * exchange is same-origin, so it carries the gateway's cookie that binds the code to this browser (docs/sso.md): a
+ * code from another browser's sign-in (a link someone sent) is refused and signs nobody in.
+ */
 async function finishOidc(): Promise<string | undefined> {
   const fragment = new URLSearchParams(location.hash.slice(1));
   if (!fragment.has('login_code') && !fragment.has('error')) return undefined;
   history.replaceState(null, '', location.pathname);
   if (fragment.has('error')) return `Sign-in refused: ${fragment.get('error')}`;
-  const reply = await call('POST', '/auth/oidc/exchange', { body: { login_code: fragment.get('login_code') } });
-  if (reply.status !== 200) return `Sign-in failed: ${problem(reply)}`;
+  const reply = await call('POST', '/auth/oidc/exchange', { body: { login_code: fragment.get('login_code') } }).catch(() => undefined);
+  if (!reply) return 'Sign-in failed: the gateway could not be reached. Sign in again.';
+  if (reply.status !== 200)
+    return reply.json?.error?.code === 'invalid_login_code'
+      ? 'Sign-in failed: this sign-in was not started in this browser, or took too long. Sign in again.'
+      : `Sign-in failed: ${problem(reply)}`;
   setToken(reply.json!.data.token);
   location.hash = '#/endpoints';
   return undefined;

@@ -81,7 +81,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
   app.use(requestLog({ log, metrics: services.metrics, access: config.log.access, trustProxy: config.server.trust_proxy }));
   app.use(respondAtTurnEnd);
   app.use(assignRequestId(services.tracing));
-  const corsHeaders = cors(config.server.cors.origins);
+  const corsHeaders = cors(config.server.cors.origins, new Set([`${config.server.base_url}/auth/oidc/exchange`]));
   if (corsHeaders) app.use(corsHeaders);
   app.use(errorEnvelope(log, services.secretMask));
   for (const middleware of at('request')) app.use(middleware);

@@ -18,19 +18,22 @@ const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Content-Disposition, RateLim
  * no CORS work at all. A listed origin's preflight is answered here, before authentication and routing;
  * its other requests carry Allow-Origin and Expose-Headers whatever their answer (errors included, since
  * this runs outside the error envelope). An unlisted origin gets no CORS header and the browser refuses.
- * Tokens travel in the Authorization header, never in cookies, so Allow-Credentials is never sent and
- * `["*"]` is answered with a literal `*`.
+ * Tokens travel in the Authorization header, never in cookies, so `["*"]` is answered with a literal `*` and
+ * Allow-Credentials is not sent, except on `credentialed` paths: the OIDC exchange, whose login_code is bound to
+ * the browser's cookie (docs/sso.md), answers an allowed origin by name with Allow-Credentials.
  */
-export function cors(origins: readonly string[]): GatewayMiddleware | undefined {
+export function cors(origins: readonly string[], credentialed: ReadonlySet<string> = new Set()): GatewayMiddleware | undefined {
   if (origins.length === 0) return undefined;
   const anyOrigin = origins.includes('*');
   const listed = new Set(origins);
   return async (ctx, next) => {
+    const withCredentials = credentialed.has(ctx.path);
     // With a list, the answer depends on the Origin header: shared caches must keep them apart.
-    if (!anyOrigin) ctx.vary('Origin');
+    if (!anyOrigin || withCredentials) ctx.vary('Origin');
     const origin = ctx.get('origin');
     if (origin === '' || !(anyOrigin || listed.has(origin))) return next();
-    ctx.set('Access-Control-Allow-Origin', anyOrigin ? '*' : origin);
+    ctx.set('Access-Control-Allow-Origin', anyOrigin && !withCredentials ? '*' : origin);
+    if (withCredentials) ctx.set('Access-Control-Allow-Credentials', 'true');
     if (ctx.method === 'OPTIONS' && ctx.get('access-control-request-method') !== '') {
       ctx.set(PREFLIGHT_HEADERS);
       ctx.status = 204;

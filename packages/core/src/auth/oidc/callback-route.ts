@@ -1,7 +1,7 @@
 import * as client from 'openid-client';
 import { coreError } from '../../errors.js';
 import type { GatewayContext } from '../../http/context.js';
-import { takeBrowserBinding } from './browser-binding.js';
+import { bindCodeToBrowser, newCodeBinding, takeBrowserBinding } from './browser-binding.js';
 import { mapClaims } from './claim-mapping.js';
 import { providerOf } from './login-route.js';
 import type { OidcServices } from './oidc-services.js';
@@ -47,7 +47,8 @@ function refusalOf(err: unknown): SignInRefusal {
  * started it (its cookie, browser-binding.ts: else #error=invalid_state, the code unused), the code exchanged
  * with its PKCE verifier, the ID token checked by openid-client (signature from the JWKS, iss, aud, azp, exp,
  * iat, nonce; OIDC Core 3.1.3.7), the user matched by (provider, sub) and mapped from the claims, then 302 to
- * return_to#login_code=…; any failure after the state is known goes to return_to#error=….
+ * return_to#login_code=… with the code's cookie (only this browser can exchange it); any failure after the state
+ * is known goes to return_to#error=….
  */
 export function oidcCallback(services: OidcServices) {
   return async (ctx: GatewayContext): Promise<void> => {
@@ -94,11 +95,11 @@ async function signIn(services: OidcServices, ctx: GatewayContext, provider: Oid
   const endSession = provider.discovered.serverMetadata().end_session_endpoint
     ? client.buildEndSessionUrl(provider.discovered, config.post_logout_redirect_uri ? { post_logout_redirect_uri: config.post_logout_redirect_uri } : {}).href
     : null;
-  return services.codes.issue({
-    userId: user.id,
-    provider: config.name,
-    subject: claims.sub,
-    sid: typeof claims.sid === 'string' ? claims.sid : null,
-    endSessionUrl: endSession,
-  });
+  const binding = newCodeBinding();
+  const code = await services.codes.issue(
+    { userId: user.id, provider: config.name, subject: claims.sub, sid: typeof claims.sid === 'string' ? claims.sid : null, endSessionUrl: endSession },
+    binding,
+  );
+  bindCodeToBrowser(ctx, code, binding);
+  return code;
 }

@@ -6,20 +6,31 @@ import { unavailableWhenRefused } from '../../db/database-errors.js';
 import { hashPrefix } from '../../sessions/session.js';
 import { requireFields } from '../body-fields.js';
 import { loginData } from '../login-data.js';
+import { takeCodeBinding } from './browser-binding.js';
 import type { OidcServices } from './oidc-services.js';
 
 const invalidLoginCode = () => coreError('invalid_login_code', 'unknown, used or expired login_code: sign in again');
 
 /**
- * POST {base}/auth/oidc/exchange {"login_code"}: the code taken (once), then a session created as a password
- * login creates one (max_per_user, persistence, cache), remembering the provider, `sub` and IdP `sid`; the
- * answer's data is exactly a password login's.
+ * POST {base}/auth/oidc/exchange {"login_code"}: the code taken (once) with the secret of the browser it was issued
+ * to (its cookie, browser-binding.ts: from another browser the code is not found), then a session created as a
+ * password login creates one (max_per_user, persistence, cache), remembering the provider, `sub` and IdP `sid`;
+ * the answer's data is exactly a password login's.
  */
 export function oidcExchange({ config, sessions, users, codes, log, metrics }: OidcServices) {
   return async (ctx: GatewayContext): Promise<void> => {
     const body = ctx.request.body as Record<string, unknown>;
     requireFields(body, { login_code: { kind: 'string', maxLength: 128 } }, ['login_code']);
-    const signedIn = await codes.take(body.login_code as string);
+    const code = body.login_code as string;
+    const binding = takeCodeBinding(ctx, code);
+    if (binding === undefined) {
+      log.info('login_code refused', {
+        request_id: ctx.state.requestId,
+        reason: 'the browser has no cookie for this login_code (another browser, or it expired)',
+      });
+      throw invalidLoginCode();
+    }
+    const signedIn = await codes.take(code, binding);
     const user = signedIn && (await users.findCaller(signedIn.userId));
     if (signedIn) noteAudit(ctx, { actorUserId: signedIn.userId, details: { provider: signedIn.provider } });
     if (!signedIn || !user || user.disabled) throw invalidLoginCode();

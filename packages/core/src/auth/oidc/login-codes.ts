@@ -14,19 +14,23 @@ export interface SignedIn {
 /** A login_code lives this long: the browser only has to read its fragment and post it. */
 export const LOGIN_CODE_MS = 60_000;
 
-const codeHash = (code: string): string => hash('sha256', code, 'hex');
+/**
+ * A code is stored by the SHA-256 of itself and its browser's secret (browser-binding.ts): the row is found only
+ * with both, the code from the page's fragment and the secret from the cookie of the browser it was issued to.
+ */
+const codeHash = (code: string, binding: string): string => hash('sha256', `${code}.${binding}`, 'hex');
 
 /** One-time login codes, stored as SHA-256 only; taking one deletes it, so it is exchanged at most once. */
 export class LoginCodes {
   constructor(private readonly db: Database) {}
 
-  /** A new code for a signed-in user: 32 random bytes, base64url. */
-  async issue(signedIn: SignedIn, now = Date.now()): Promise<string> {
+  /** A new code for a signed-in user, bound to `binding` (the browser's secret): 32 random bytes, base64url. */
+  async issue(signedIn: SignedIn, binding: string, now = Date.now()): Promise<string> {
     const code = randomBytes(32).toString('base64url');
     // Codes nobody exchanged are forgotten as new ones are issued.
     await this.db('oidc_login_codes').where('expires_at', '<=', now).delete();
     await this.db('oidc_login_codes').insert({
-      code_hash: codeHash(code),
+      code_hash: codeHash(code, binding),
       user_id: signedIn.userId,
       provider: signedIn.provider,
       subject: signedIn.subject,
@@ -37,9 +41,9 @@ export class LoginCodes {
     return code;
   }
 
-  /** What a code stands for, once: undefined when unknown, already exchanged or expired. */
-  async take(code: string, now = Date.now()): Promise<SignedIn | undefined> {
-    const row = await takeOnce(this.db, 'oidc_login_codes', { code_hash: codeHash(code) }, now);
+  /** What a code stands for, once: undefined when unknown, already exchanged, expired or bound to another secret. */
+  async take(code: string, binding: string, now = Date.now()): Promise<SignedIn | undefined> {
+    const row = await takeOnce(this.db, 'oidc_login_codes', { code_hash: codeHash(code, binding) }, now);
     if (!row) return undefined;
     return {
       userId: Number(row.user_id),
