@@ -81,6 +81,17 @@ const ops = {
   ],
 };
 
+/** A REST service behind the gateway (forward: request): any path and query by GET, one host by PUT or PATCH; and a WebSocket. */
+const rest = {
+  name: 'rest',
+  type: 'app',
+  endpoints: [
+    { path: '*', method: ['GET', 'HEAD'], type: 'http', upstream: { url: `${upstream.url}/v1`, forward: 'request' } },
+    { path: 'hosts/{name}', method: ['PUT', 'PATCH'], type: 'http', upstream: { url: `${upstream.url}/v1/hosts/{name}`, forward: 'request' } },
+    { path: 'live', method: 'GET', type: 'http', websocket: true, upstream: { url: 'ws://127.0.0.1:9/live' } },
+  ],
+};
+
 const sqlite = dialects.filter((dialect) => dialect.name === 'sqlite');
 
 for (const dialect of sqlite) {
@@ -92,7 +103,11 @@ for (const dialect of sqlite) {
         { username: 'ana', power: 100 },
         { username: 'bob', power: 10 },
       ],
-      config: { server: { port: 0 }, toolkits: { dir: toolkitDir({ 'desk.yaml': desk, 'ops.yaml': ops }), watch: false }, plugins: pluginsWithTestFunctions },
+      config: {
+        server: { port: 0 },
+        toolkits: { dir: toolkitDir({ 'desk.yaml': desk, 'ops.yaml': ops, 'rest.yaml': rest }), watch: false },
+        plugins: pluginsWithTestFunctions,
+      },
     });
     before(async function () {
       const probe: BrowserContext | undefined = await launchBrowser();
@@ -219,7 +234,7 @@ for (const dialect of sqlite) {
       await tab.getByRole('heading', { name: 'desk' }).waitFor();
       await checkPage(tab, 'endpoints');
       await tab.getByLabel('Search endpoints').fill('says back');
-      await tab.getByText('2 of 6 endpoints').waitFor();
+      await tab.getByText('2 of 11 endpoints').waitFor();
       const form = tab.locator('form[data-operation="tk.app.desk.echo.post"]');
       await form.locator('xpath=..').locator('summary').click();
       expect(await form.locator('input[name="name"]').getAttribute('maxlength')).to.equal('12');
@@ -253,6 +268,43 @@ for (const dialect of sqlite) {
       await tab.context().close();
     });
 
+    it('Endpoints: a forwarded REST endpoint takes a query and a JSON body from its form; a WebSocket endpoint says how to reach it', async () => {
+      const tab = await openConsole();
+      await signIn(tab, 'ana');
+      await tab.getByLabel('Search endpoints').fill('rest');
+      await tab.getByText('5 of 11 endpoints').waitFor();
+
+      const put = tab.locator('form[data-operation="tk.app.rest.hosts.{name}.put"]');
+      await put.locator('xpath=..').locator('summary').click();
+      await put.getByLabel('name (required)').fill('web-1');
+      await put.getByLabel('JSON body').fill('{"rack": 4, "tags": ["a"]}');
+      await put.getByRole('button', { name: 'Call PUT' }).click();
+      await put.locator('pre.json').waitFor({ timeout: 20_000 });
+      const sent = await eventually('the PUT reached the upstream', () => upstream.requests.find((each) => each.url === '/v1/hosts/web-1'));
+      expect(JSON.parse(sent.body)).to.deep.equal({ rack: 4, tags: ['a'] });
+      // Not JSON: said at the field, nothing sent.
+      await put.getByLabel('JSON body').fill('[1, 2]');
+      await put.getByRole('button', { name: 'Call PUT' }).click();
+      await put.locator('[data-field="JSON body"] .field-error').filter({ hasText: 'must be a JSON object' }).waitFor();
+
+      const any = tab.locator('form[data-operation="tk.app.rest.*.get"]');
+      await any.locator('xpath=..').locator('summary').click();
+      await any.getByLabel('* (required)').fill('hosts');
+      await any.getByLabel('more query parameters').fill('rack=3&sort=name');
+      await any.getByRole('button', { name: 'Call GET' }).click();
+      await eventually('the GET reached the upstream with its query', () => upstream.requests.find((each) => each.url === '/v1/hosts?rack=3&sort=name'));
+
+      const socket = tab.locator('div.websocket[data-operation="tk.app.rest.live.get"]');
+      const card = socket.locator('xpath=..');
+      await card.locator('summary').click();
+      expect(await card.locator('summary .badge').textContent()).to.equal('WebSocket');
+      expect(await socket.textContent()).to.include(`ws://${new URL(s.base).host}${new URL(s.base).pathname}/tk/app/rest/live`);
+      expect(await socket.textContent()).to.include('tkgate.bearer.<token>');
+      expect(await card.getByRole('button').count()).to.equal(0);
+      await checkPage(tab, 'endpoints-forwarded');
+      await tab.context().close();
+    });
+
     it('Runs: an async call opens its run page, lines appear while the command runs, and cancel ends it', async () => {
       const tab = await openConsole();
       await signIn(tab, 'bob');
@@ -269,9 +321,30 @@ for (const dialect of sqlite) {
       await output.filter({ hasText: 'second line' }).waitFor({ timeout: 30_000 });
       await tab.locator('#run-status').filter({ hasText: 'running' }).waitFor({ timeout: 30_000 });
       await checkPage(tab, 'run');
+      // Cancel asks first: dismissed, nothing happens; accepted, the run ends and the page says so.
+      tab.once('dialog', (dialog) => void dialog.dismiss());
       await tab.getByRole('button', { name: 'Cancel run' }).click();
+      expect(await tab.locator('#run-status').textContent()).to.equal('running');
+      expect(await tab.getByRole('status').first().textContent()).to.equal('');
+      // The click completes once the dialog is answered: it is awaited after.
+      const asked = tab.waitForEvent('dialog', { timeout: 10_000 });
+      const clicked = tab.getByRole('button', { name: 'Cancel run' }).click();
+      const dialog = await asked;
+      expect(dialog.message()).to.include(`Cancel run ${runId}`);
+      await dialog.accept();
+      await clicked;
       await tab.locator('#run-status').filter({ hasText: 'cancelled' }).waitFor({ timeout: 60_000 });
       expect(await tab.getByRole('button', { name: 'Cancel run' }).isHidden()).to.equal(true);
+      await tab.getByText('The run ended: cancelled.').waitFor({ timeout: 30_000 });
+      expect(await tab.getByText('Cancelling…').count()).to.equal(0);
+      // The command was ended by a signal: no exit code, and the signal on its own row.
+      const fact = (name: string) =>
+        tab
+          .locator('dl.facts dt')
+          .filter({ hasText: new RegExp(`^${name}$`) })
+          .locator('xpath=following-sibling::dd[1]');
+      expect(await fact('Exit code').textContent()).to.equal('—');
+      expect(await fact('Signal').textContent()).to.match(/^SIG[A-Z]+$/);
 
       await tab.getByRole('link', { name: 'Runs' }).click();
       await tab.getByRole('link', { name: runId.slice(0, 12) }).waitFor();
@@ -345,8 +418,22 @@ for (const dialect of sqlite) {
       await bob.waitForURL(/#\/runs\/[^/]+$/, { timeout: 20_000 });
       const runId = decodeURIComponent(new URL(bob.url()).hash.slice('#/runs/'.length));
       await bob.locator('#run-status').filter({ hasText: 'awaiting_approval' }).waitFor({ timeout: 20_000 });
+      // Who decides, how many must, and until when.
+      const fact = (name: string) =>
+        bob
+          .locator('dl.facts dt')
+          .filter({ hasText: new RegExp(`^${name}$`) })
+          .locator('xpath=following-sibling::dd[1]');
+      expect(await fact('Approvers').textContent()).to.equal('power 50 or more (not the caller)');
+      expect(await fact('Quorum').textContent()).to.equal('0 of 1 approval');
+      expect(await fact('Approval expires').textContent()).not.to.equal('—');
       await bob.getByRole('link', { name: 'Approvals' }).click();
       await bob.getByText('Nothing awaits your decision.').waitFor({ timeout: 20_000 });
+      // A second run, asked for from outside the browser: someone decides it elsewhere while the page shows it.
+      const bobToken = (await call('POST', `${s.base}/auth/login`, { body: { username: 'bob', password: passwordOf('bob') } })).body.data.token as string;
+      const other = await call('POST', `${s.base}/tk/app/ops/deploy`, { token: bobToken, body: { service: 'search' } });
+      expect(other.status, JSON.stringify(other.body)).to.equal(202);
+      const otherId = other.body.data.run_id as string;
 
       const ana = await openConsole();
       await signIn(ana, 'ana');
@@ -355,12 +442,31 @@ for (const dialect of sqlite) {
       await card.waitFor({ timeout: 20_000 });
       await card.getByLabel('dry run output').filter({ hasText: 'would deploy: 3 hosts' }).waitFor({ timeout: 30_000 });
       expect(await card.getByLabel('payload').textContent()).to.include('billing');
+      expect(await card.locator('dl.facts').textContent()).to.include('0 of 1 approval');
       await checkPage(ana, 'approvals');
+
+      // Decided in another tab meanwhile: the page's Approve meets 409, and neither button stays on.
+      const anaToken = (await call('POST', `${s.base}/auth/login`, { body: { username: 'ana', password: passwordOf('ana') } })).body.data.token as string;
+      expect((await call('POST', `${s.base}/runs/${otherId}/reject`, { token: anaToken, body: { comment: 'not now' } })).status).to.equal(200);
+      const stale = ana.locator(`section[data-run="${otherId}"]`);
+      await stale.getByRole('button', { name: 'Approve' }).click();
+      await stale.getByText(/run_not_pending/).waitFor({ timeout: 20_000 });
+      expect(await stale.getByRole('button', { name: 'Reject' }).isDisabled()).to.equal(true);
+      expect(await stale.getByRole('button', { name: 'Approve' }).isDisabled()).to.equal(true);
+
       await card.getByRole('button', { name: 'Reject' }).click();
       await card.getByText('A rejection needs a comment.').waitFor();
       await card.getByLabel('Comment').fill('looks right');
+      // While the approval is on its way, Reject is off already.
+      let rejectWhileApproving: boolean | undefined;
+      await ana.route('**/runs/*/approve', async (route) => {
+        rejectWhileApproving = await card.getByRole('button', { name: 'Reject' }).isDisabled();
+        await route.continue();
+      });
       await card.getByRole('button', { name: 'Approve' }).click();
       await card.getByText(/^Approved: the run is now (queued|running|succeeded)\.$/).waitFor({ timeout: 20_000 });
+      expect(rejectWhileApproving).to.equal(true);
+      expect(await card.getByRole('button', { name: 'Reject' }).isDisabled()).to.equal(true);
       await ana.context().close();
 
       await bob.goto(`${consoleUrl()}#/runs/${encodeURIComponent(runId)}`);
@@ -392,6 +498,39 @@ for (const dialect of sqlite) {
       await tab.getByRole('button', { name: 'Filter' }).click();
       await tab.getByRole('alert').filter({ hasText: 'since' }).waitFor();
       await tab.context().close();
+    });
+
+    it("refuses a login_code sent from another browser (login CSRF): the victim's console signs nobody in", async () => {
+      s.idp.addAccount({ sub: 'u-3002', claims: { preferred_username: 'mallory', groups: ['staff'] } });
+      // The attacker signs in in his own browser and stops before the exchange, keeping the console link's code.
+      const attacker = await openConsole();
+      let code: string | undefined;
+      await attacker.route('**/auth/oidc/exchange', async (route) => {
+        code = JSON.parse(route.request().postData()!).login_code;
+        await route.abort();
+      });
+      await attacker.getByRole('link', { name: 'corp' }).click();
+      await attacker.waitForSelector('input[name="login"]', { timeout: 30_000 });
+      await attacker.fill('input[name="login"]', 'u-3002');
+      await attacker.fill('input[name="password"]', 'correct horse battery staple');
+      await attacker.click('button[type="submit"]');
+      await attacker.waitForSelector('button:has-text("Continue")');
+      await attacker.click('button:has-text("Continue")');
+      await eventually('the attacker has his login_code', () => code);
+
+      // The victim opens the link in a browser of her own (a new tab, a fresh context: her cookies, not his).
+      const victim = await (await browser!.newContext()).newPage();
+      await victim.goto(`${consoleUrl()}#login_code=${encodeURIComponent(code!)}`);
+      await victim.getByText('this sign-in was not started in this browser').waitFor({ timeout: 30_000 });
+      expect(await victim.locator('#who').count()).to.equal(0);
+      expect(await victim.evaluate(() => (globalThis as any).sessionStorage.length)).to.equal(0);
+      await victim.context().close();
+
+      // In the browser that signed in, the same code still works.
+      const again = await attacker.context().newPage();
+      await again.goto(`${consoleUrl()}#login_code=${encodeURIComponent(code!)}`);
+      await again.locator('#who').filter({ hasText: 'mallory (power 10)' }).waitFor({ timeout: 30_000 });
+      await attacker.context().close();
     });
 
     it("signs in through the OIDC provider's pages and back to the console", async () => {

@@ -2,7 +2,7 @@
 import { call, problem } from './api.js';
 import { alert, formatTime, h, labelled, replace, status } from './dom.js';
 import type { PageContext } from './main.js';
-import type { Run } from './runs.js';
+import { approvalFacts, quorumOf, type Run } from './runs.js';
 import { stripAnsi } from './sse.js';
 
 export async function approvalsPage({ main }: PageContext): Promise<void> {
@@ -29,11 +29,20 @@ function decision(run: Run): HTMLElement {
       return;
     }
     const body = comment.value.trim() === '' ? {} : { comment: comment.value };
+    // One decision per person: neither button while one is on its way, nor after it.
+    approve.disabled = reject.disabled = true;
     const reply = await call('POST', `/runs/${encodeURIComponent(run.id)}/${verb}`, { body });
+    const code = reply.json?.error?.code;
     if (reply.status === 200) {
-      note.textContent = `${verb === 'approve' ? 'Approved' : 'Rejected'}: the run is now ${reply.json!.data.status}.`;
-      approve.disabled = reject.disabled = true;
-    } else note.textContent = problem(reply);
+      const now = reply.json!.data as Run;
+      const waiting = now.status === 'awaiting_approval' ? ` (${quorumOf(now)})` : '';
+      note.textContent = `${verb === 'approve' ? 'Approved' : 'Rejected'}: the run is now ${now.status}${waiting}.`;
+    } else if (code === 'already_decided' || code === 'run_not_pending') {
+      note.textContent = `${problem(reply)}: nothing more to decide here.`;
+    } else {
+      note.textContent = problem(reply);
+      approve.disabled = reject.disabled = false;
+    }
   };
   approve.addEventListener('click', () => void decide('approve'));
   reject.addEventListener('click', () => void decide('reject'));
@@ -54,11 +63,9 @@ function decision(run: Run): HTMLElement {
     ),
     h('h3', {}, 'Payload'),
     h('pre', { class: 'json', tabindex: '0', 'aria-label': 'payload' }, JSON.stringify(run.payload, null, 2)),
+    h('dl', { class: 'facts' }, ...approvalFacts(run).flatMap(([name, value]) => [h('dt', {}, name), h('dd', {}, value)])),
     dry ? h('h3', {}, `Dry run: ${dry.status}${dry.exit_code === null ? '' : `, exit ${dry.exit_code}`}`) : null,
     dry ? h('pre', { class: 'output', tabindex: '0', 'aria-label': 'dry run output' }, stripAnsi(dry.output ?? '')) : null,
-    run.approvals?.length
-      ? h('ul', {}, ...run.approvals.map((each) => h('li', {}, `${each.username} ${each.decision}${each.comment ? `: ${each.comment}` : ''}`)))
-      : null,
     labelled('Comment', comment, 'required to reject'),
     h('div', { class: 'actions' }, approve, reject),
     note,

@@ -1,5 +1,5 @@
 /** Endpoints: what the caller may call (openapi.json), by toolkit, searchable, each with a generated form. */
-import { call, description } from './api.js';
+import { base, call, description } from './api.js';
 import { alert, h, labelled, replace, status, uid } from './dom.js';
 import { buildRequest, detailsByField, formFields, type FormField, type Operation } from './form-fields.js';
 import type { PageContext } from './main.js';
@@ -47,7 +47,60 @@ export async function endpointsPage({ main }: PageContext): Promise<void> {
   draw();
 }
 
+/** What a field says under its label: where its value goes. */
+function noteOf(field: FormField, hasBody: boolean): string | undefined {
+  if (field.in === 'path') return 'in the path';
+  if (field.in !== 'raw') return undefined;
+  return hasBody ? 'the body as JSON, an object: the fields above are put over it' : 'the rest of the query string, as name=value&name=value (sent as given)';
+}
+
+/**
+ * A WebSocket endpoint: no call button (a plain GET is 426), but its address and how to connect with the session's
+ * token (docs/toolkits.md, WebSockets).
+ */
+function websocketCard(entry: Entry, summary: HTMLElement): HTMLElement {
+  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+  const address = `${scheme}://${location.host}${base}${entry.path}`;
+  return h(
+    'details',
+    { class: 'endpoint' },
+    summary,
+    entry.operation.description ? h('p', { class: 'description' }, entry.operation.description) : null,
+    h(
+      'div',
+      { class: 'websocket', 'data-operation': entry.operation.operationId ?? '' },
+      h('p', {}, 'A WebSocket endpoint: open it with a WebSocket client, not from this page (a plain call answers 426 upgrade_required).'),
+      h('p', {}, 'Address: ', h('code', {}, address), entry.path.includes('{') ? ' (fill in the path parameters)' : ''),
+      h(
+        'p',
+        {},
+        'Sign it with your token: the header ',
+        h('code', {}, 'Authorization: Bearer <token>'),
+        ', or from a browser the subprotocol ',
+        h('code', {}, 'tkgate.bearer.<token>'),
+        ' (',
+        h('code', {}, 'new WebSocket(url, ["tkgate.bearer." + token])'),
+        '). A key from the API keys page works too.',
+      ),
+    ),
+  );
+}
+
 function endpointCard(entry: Entry): HTMLElement {
+  const websocket = entry.operation['x-websocket'] === true;
+  const summary = h(
+    'summary',
+    {},
+    h('span', { class: `method ${entry.method.toLowerCase()}` }, entry.method),
+    ' ',
+    h('code', {}, entry.path),
+    ' ',
+    websocket ? h('span', { class: 'badge websocket' }, 'WebSocket') : null,
+    websocket ? ' ' : null,
+    entry.operation.summary ?? '',
+  );
+  if (websocket) return websocketCard(entry, summary);
+  const hasBody = entry.operation.requestBody !== undefined;
   const fields = formFields(entry.operation);
   const controls = new Map<string, { input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement; error: HTMLElement }>();
   const form = h('form', { 'data-operation': entry.operation.operationId ?? '', novalidate: true });
@@ -57,7 +110,7 @@ function endpointCard(entry: Entry): HTMLElement {
     input.setAttribute('aria-describedby', error.id);
     controls.set(field.name, { input, error });
     const label = `${field.name}${field.required ? ' (required)' : ''}`;
-    const div = labelled(label, input, field.in === 'path' ? 'in the path' : undefined);
+    const div = labelled(label, input, noteOf(field, hasBody));
     div.dataset.field = field.name;
     div.append(error);
     form.append(div);
@@ -75,7 +128,7 @@ function endpointCard(entry: Entry): HTMLElement {
     replace(answer, status('Calling…'));
     const values: Record<string, string | boolean> = {};
     for (const [name, { input }] of controls) values[name] = input instanceof HTMLInputElement && input.type === 'checkbox' ? input.checked : input.value;
-    const request = buildRequest(entry.path, fields, values, entry.operation.requestBody !== undefined);
+    const request = buildRequest(entry.path, fields, values, hasBody);
     if (request.invalid.length > 0) {
       showDetails(request.invalid, fields, controls, general);
       replace(answer);
@@ -85,15 +138,6 @@ function endpointCard(entry: Entry): HTMLElement {
     const reply = await call(entry.method, `${request.path}${query ? `?${query}` : ''}`, { body: request.body, raw: true });
     await showAnswer(reply.response, answer, general, fields, controls);
   });
-  const summary = h(
-    'summary',
-    {},
-    h('span', { class: `method ${entry.method.toLowerCase()}` }, entry.method),
-    ' ',
-    h('code', {}, entry.path),
-    ' ',
-    entry.operation.summary ?? '',
-  );
   return h('details', { class: 'endpoint' }, summary, entry.operation.description ? h('p', { class: 'description' }, entry.operation.description) : null, form);
 }
 
@@ -110,6 +154,8 @@ function control(field: FormField): HTMLInputElement | HTMLSelectElement | HTMLT
   if (field.kind === 'checkbox') return h('input', { ...common, type: 'checkbox' });
   if (field.kind === 'number')
     return h('input', { ...common, type: 'number', step: field.integer ? '1' : 'any', inputmode: field.integer ? 'numeric' : 'decimal' });
+  if (field.in === 'raw' && field.kind === 'json') return h('textarea', { ...common, rows: 5, placeholder: '{ "name": "value" }', spellcheck: 'false' });
+  if (field.in === 'raw') return h('input', { ...common, type: 'text', placeholder: 'name=value&other=value', spellcheck: 'false' });
   if (field.kind === 'json') return h('textarea', { ...common, rows: 2, placeholder: 'JSON' });
   return h('input', {
     ...common,
@@ -134,6 +180,17 @@ function showDetails(details: unknown, fields: readonly FormField[], controls: C
 
 async function showAnswer(response: Response, answer: HTMLElement, general: HTMLElement, fields: readonly FormField[], controls: Controls): Promise<void> {
   const type = response.headers.get('content-type') ?? '';
+  const attachment = /^\s*attachment/i.test(response.headers.get('content-disposition') ?? '');
+  if (!attachment && (response.status === 204 || response.headers.get('content-length') === '0')) {
+    replace(answer, h('p', {}, `${response.status}, no body`));
+    return;
+  }
+  // A forwarded answer in text (the upstream's own text, HTML or JSON): shown as text, never as markup.
+  if (!attachment && !type.includes('application/json') && (/^text\//.test(type) || /[/+]json\b/.test(type))) {
+    const text = await response.text();
+    replace(answer, h('p', {}, `${response.status} ${type}`), h('pre', { class: 'json', tabindex: '0', 'aria-label': 'answer' }, text));
+    return;
+  }
   if (!type.includes('application/json')) {
     // A passthrough answer: offered as a download, never shown as markup.
     const blob = await response.blob();

@@ -19,14 +19,21 @@ export interface Operation {
   parameters?: Array<{ name: string; in: string; required?: boolean; schema?: FieldSchema }>;
   requestBody?: { required?: boolean; content?: Record<string, { schema?: { properties?: Record<string, FieldSchema>; required?: string[] } }> };
   responses?: Record<string, unknown>;
+  /** A WebSocket endpoint: a GET with Upgrade answers 101 (a plain call is 426). */
+  'x-websocket'?: boolean;
+  /** Fields other than those listed reach the endpoint (no allowed_fields; a forwarded request takes any). */
+  'x-open-payload'?: boolean;
 }
 
 export type FieldKind = 'text' | 'select' | 'number' | 'checkbox' | 'json';
 
 export interface FormField {
   name: string;
-  /** Where the value goes: the path template, the query string, or the JSON body. */
-  in: 'path' | 'query' | 'body';
+  /**
+   * Where the value goes: the path template, the query string, or the JSON body; `raw` is an open payload's free
+   * part: more query parameters (`a=1&b=2`) of a query operation, or the whole JSON body of one with a body.
+   */
+  in: 'path' | 'query' | 'body' | 'raw';
   kind: FieldKind;
   required: boolean;
   maxLength?: number;
@@ -53,7 +60,14 @@ function fieldOf(name: string, where: FormField['in'], required: boolean, schema
   return field;
 }
 
-/** The form fields of one operation: path parameters, then the query's or the JSON body's fields. */
+/** The names of an open payload's free fields: with a space, which no field of a client_filter has. */
+export const MORE_QUERY = 'more query parameters';
+export const JSON_BODY = 'JSON body';
+
+/**
+ * The form fields of one operation: path parameters, then the query's or the JSON body's fields, then for an open
+ * payload (x-open-payload: a forwarded request, or no allowed_fields) a free field for the rest of the query or body.
+ */
 export function formFields(operation: Operation): FormField[] {
   const fields: FormField[] = [];
   for (const parameter of operation.parameters ?? []) {
@@ -64,6 +78,8 @@ export function formFields(operation: Operation): FormField[] {
   const schema = content?.['application/json']?.schema ?? (content ? Object.values(content)[0]?.schema : undefined);
   const required = new Set(schema?.required ?? []);
   for (const [name, property] of Object.entries(schema?.properties ?? {})) fields.push(fieldOf(name, 'body', required.has(name), property));
+  if (operation['x-open-payload'] && !operation['x-websocket'])
+    fields.push({ name: operation.requestBody ? JSON_BODY : MORE_QUERY, in: 'raw', kind: operation.requestBody ? 'json' : 'text', required: false });
   return fields;
 }
 
@@ -84,10 +100,29 @@ function pathValue(name: string, value: string): string {
 export function buildRequest(pathTemplate: string, fields: readonly FormField[], values: Record<string, string | boolean>, hasBody: boolean): FormRequest {
   let path = pathTemplate;
   const query = new URLSearchParams();
-  const body: Record<string, unknown> = {};
+  let body: Record<string, unknown> = {};
   const invalid: FormRequest['invalid'] = [];
   for (const field of fields) {
     const raw = values[field.name];
+    if (field.in === 'raw') {
+      const text = typeof raw === 'string' ? raw.trim() : '';
+      if (text === '') continue;
+      if (!hasBody) {
+        for (const [name, value] of new URLSearchParams(text.replace(/^\?/, ''))) query.append(name, value);
+        continue;
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        invalid.push({ field: field.name, message: 'not valid JSON' });
+        continue;
+      }
+      // The free body first, the named fields over it.
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) invalid.push({ field: field.name, message: 'must be a JSON object' });
+      else body = { ...(parsed as Record<string, unknown>), ...body };
+      continue;
+    }
     if (field.in === 'path') {
       path = path.replace(`{${field.name}}`, pathValue(field.name, String(raw ?? '')));
       continue;
@@ -124,17 +159,22 @@ export function buildRequest(pathTemplate: string, fields: readonly FormField[],
   return hasBody ? { path, query, body, invalid } : { path, query, invalid };
 }
 
-/** The 400 details of the gateway (`[{field, rule, message}]`) grouped by the form's field names; others under ''. */
+/**
+ * The 400 details of the gateway (`[{field, rule, message}]`) grouped by the form's field names; others at the free
+ * field of an open payload when there is one (naming their field), else under ''.
+ */
 export function detailsByField(details: unknown, fields: readonly FormField[]): Map<string, string[]> {
-  const names = new Set(fields.map((field) => field.name));
+  const names = new Set(fields.filter((field) => field.in !== 'raw').map((field) => field.name));
+  const rest = fields.find((field) => field.in === 'raw')?.name ?? '';
   const byField = new Map<string, string[]>();
   for (const detail of Array.isArray(details) ? details : []) {
     if (!detail || typeof detail !== 'object') continue;
     const { field, message, rule } = detail as { field?: unknown; message?: unknown; rule?: unknown };
     const top = typeof field === 'string' ? field.split('.')[0]! : '';
-    const key = names.has(top) ? top : '';
+    const key = names.has(top) ? top : rest;
     const text = [typeof message === 'string' ? message : '', typeof rule === 'string' ? `(${rule})` : ''].filter(Boolean).join(' ');
-    byField.set(key, [...(byField.get(key) ?? []), key === '' && typeof field === 'string' ? `${field}: ${text}` : text]);
+    const named = names.has(top) || field === rest;
+    byField.set(key, [...(byField.get(key) ?? []), !named && typeof field === 'string' ? `${field}: ${text}` : text]);
   }
   return byField;
 }

@@ -19,7 +19,35 @@ export interface Run {
   payload: unknown;
   result?: unknown;
   approvals?: Array<{ username: string; decision: string; comment: string | null; at: string }>;
+  /** Who decides a run of an endpoint with an approval, how many must, and until when. */
+  approval?: { approvers: { min_power: number | null; group: string | null }; quorum: number; allow_self: boolean; expires_at: string | null } | null;
   dry_run?: { status: string; exit_code: number | null; output: string } | null;
+}
+
+/** How many approvals a run has of how many it needs: "1 of 2 approvals". */
+export function quorumOf(run: Run): string {
+  const quorum = run.approval?.quorum ?? 1;
+  const approved = (run.approvals ?? []).filter((each) => each.decision === 'approve').length;
+  return `${approved} of ${quorum} approval${quorum === 1 ? '' : 's'}`;
+}
+
+/** A run's approval as lines of facts: who may approve, how many have of how many needed, until when. */
+export function approvalFacts(run: Run): Array<[string, string]> {
+  const approval = run.approval;
+  if (!approval) return [];
+  const who = [
+    approval.approvers.min_power !== null ? `power ${approval.approvers.min_power} or more` : '',
+    approval.approvers.group !== null ? `core group ${approval.approvers.group}` : '',
+  ].filter(Boolean);
+  const decisions = (run.approvals ?? []).map(
+    (each) => `${each.username} ${each.decision === 'approve' ? 'approved' : 'rejected'}${each.comment ? `: ${each.comment}` : ''}`,
+  );
+  return [
+    ['Approvers', `${who.join(', in ') || 'anyone'}${approval.allow_self ? '' : ' (not the caller)'}`],
+    ['Quorum', quorumOf(run)],
+    ['Approval expires', formatTime(approval.expires_at)],
+    ['Decisions', decisions.length > 0 ? decisions.join('; ') : 'none yet'],
+  ];
 }
 
 const STATUSES = ['', 'awaiting_approval', 'queued', 'running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'rejected', 'expired'];
@@ -114,21 +142,34 @@ export async function runPage({ main, signal }: PageContext, id: string): Promis
           ['Started', formatTime(run.started_at)],
           ['Ended', formatTime(run.ended_at)],
           ['Duration', duration(run.started_at, run.ended_at)],
-          ['Exit code', run.exit_code === null ? (run.signal ?? '—') : String(run.exit_code)],
+          ['Exit code', run.exit_code === null ? '—' : String(run.exit_code)],
+          ...(run.signal ? ([['Signal', run.signal]] as const) : []),
           ['Reason', run.reason ?? '—'],
-        ] as const
+          ...approvalFacts(run),
+        ] as ReadonlyArray<readonly [string, string | HTMLElement]>
       ).flatMap(([name, value]) => [h('dt', {}, name), h('dd', {}, value)]),
     );
-    cancel.hidden = ENDED.has(run.status);
+    const ended = ENDED.has(run.status);
+    cancel.hidden = ended;
+    // A cancel asked for, and the run has ended since: say how it ended rather than "Cancelling…".
+    if (ended && cancelling) {
+      cancelling = false;
+      note.textContent = `The run ended: ${run.status}.`;
+    }
   };
+  let cancelling = false;
   const refresh = async () => {
     const again = await call('GET', `/runs/${encodeURIComponent(id)}`);
     if (again.status === 200) run = again.json!.data;
     drawFacts();
   };
   cancel.addEventListener('click', async () => {
+    if (!confirm(`Cancel run ${run.id} (${run.toolkit} ${run.endpoint})? The command is stopped.`)) return;
+    cancel.disabled = true;
     const answer = await call('POST', `/runs/${encodeURIComponent(id)}/cancel`);
-    note.textContent = answer.status === 202 ? 'Cancelling…' : problem(answer);
+    cancel.disabled = false;
+    cancelling = answer.status === 202;
+    note.textContent = cancelling ? 'Cancelling…' : problem(answer);
     await refresh();
   });
   drawFacts();
@@ -144,7 +185,8 @@ export async function runPage({ main, signal }: PageContext, id: string): Promis
     output,
   );
   let ended = false;
-  const ticker = setInterval(() => !ended && drawFacts(), 1000);
+  // Each second the duration moves on; while a cancel is under way the run is read again, in case its end is missed.
+  const ticker = setInterval(() => (cancelling ? void refresh() : !ended && drawFacts()), 1000);
   signal.addEventListener('abort', () => clearInterval(ticker));
   await followEvents({
     url: `${base}/runs/${encodeURIComponent(id)}/output`,

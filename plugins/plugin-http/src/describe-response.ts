@@ -11,6 +11,18 @@ const UPSTREAM_ERROR = {
 const UPSTREAM_TIMEOUT = { status: 504, code: 'upstream_timeout', description: 'the upstream did not answer within upstream.timeout.' };
 
 export function describeHttpResponse(config: HttpConfig): ResponseDescription {
+  if (config.websocket) {
+    return {
+      websocket: {
+        description:
+          'Switching Protocols: the WebSocket to the upstream is open (send the token as Authorization, or from a browser as the subprotocol tkgate.bearer.<token>); frames go both ways as they are.',
+      },
+      errors: [
+        { ...UPSTREAM_ERROR, description: 'the upstream refused the WebSocket or could not be reached.' },
+        { ...UPSTREAM_TIMEOUT, description: 'the upstream did not complete its handshake within upstream.timeout.' },
+      ],
+    };
+  }
   if (config.upstream.forward === 'request') {
     return {
       raw: {

@@ -86,6 +86,29 @@ describe('console: a form from an endpoint’s schema', () => {
     expect(get.body).to.equal(undefined);
   });
 
+  it('gives an open payload a free field: more query parameters for a GET, a JSON body the named fields go over otherwise', () => {
+    const get = formFields({ 'x-open-payload': true, parameters: [{ name: '*', in: 'path', required: true, schema: { type: 'string' } }] });
+    expect(get.map((field) => [field.name, field.in, field.kind])).to.deep.equal([
+      ['*', 'path', 'text'],
+      ['more query parameters', 'raw', 'text'],
+    ]);
+    const query = buildRequest('/tk/app/rest/{*}', get, { '*': 'hosts/a b', 'more query parameters': '?rack=3&tag=x&tag=y' }, false);
+    expect(query.path).to.equal('/tk/app/rest/hosts/a%20b');
+    expect(query.query.toString()).to.equal('rack=3&tag=x&tag=y');
+    const put = formFields({ ...post, 'x-open-payload': true });
+    expect(put.at(-1)).to.deep.include({ name: 'JSON body', in: 'raw', kind: 'json' });
+    const body = buildRequest('/tk/app/desk/{id}', put, { id: 'a', name: 'ana', 'JSON body': '{"name": "other", "extra": [1]}' }, true);
+    expect(body.body).to.deep.equal({ name: 'ana', loud: false, extra: [1] });
+    for (const text of ['[1]', '"x"', 'null', '{']) {
+      expect(buildRequest('/tk/app/desk/{id}', put, { id: 'a', 'JSON body': text }, true).invalid, text).to.have.length(1);
+    }
+    // A WebSocket endpoint has no form to fill: no free field either.
+    expect(formFields({ 'x-open-payload': true, 'x-websocket': true })).to.deep.equal([]);
+    // The gateway's details of no named field go to the free field, named.
+    const details = detailsByField([{ field: 'deep.key', rule: 'type', message: 'bad' }], put);
+    expect(details.get('JSON body')).to.deep.equal(['deep.key: bad (type)']);
+  });
+
   it("puts the gateway's 400 details at their fields, others apart", () => {
     const fields = formFields(post);
     const details = [

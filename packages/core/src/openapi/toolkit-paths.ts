@@ -81,7 +81,12 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
   if (detached) errors.push(RUN_QUEUE_FULL);
   const success: Record<string, JsonSchema> = detached
     ? { 202: successResponse('The run is recorded; follow it at links.self (Location) and links.output.', RUN_ACCEPTED) }
-    : { 200: described.raw ?? successResponse("The endpoint's result, in the envelope.", described.data) };
+    : described.websocket
+      ? { 101: { description: described.websocket.description } }
+      : { 200: described.raw ?? successResponse("The endpoint's result, in the envelope.", described.data) };
+  if (described.websocket) op['x-websocket'] = true;
+  // Fields other than those listed reach the endpoint (no allowed_fields): a client may send any (the console offers a free query and body).
+  if (!filter.allowedFields) op['x-open-payload'] = true;
   const responses = { ...success, ...errorResponses(errors) };
   if (rateLimit) withRateLimit(op, responses, rateLimit);
   op.responses = responses;

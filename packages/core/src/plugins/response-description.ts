@@ -13,6 +13,11 @@ export interface ResponseDescription {
    * OpenAPI response object's description and content, by media type.
    */
   raw?: { description: string; content: Record<string, { schema?: JsonSchema }> };
+  /**
+   * (1.5) The endpoint is a WebSocket: a GET with `Upgrade: websocket` answers 101 and the connection becomes the
+   * socket (a plain GET is the type's own error). Shown as a 101 answer with `x-websocket: true`.
+   */
+  websocket?: { description: string };
   /** The type's own errors: status, code, and when it happens. */
   errors?: ReadonlyArray<{ status: number; code: string; description: string }>;
 }
