@@ -138,6 +138,17 @@ for (const dialect of sqlite) {
       await tab.locator('#who').filter({ hasText: username }).waitFor({ timeout: 30_000 });
     }
 
+    /** From the console's sign-in page through the provider's own login and consent pages, as `sub`. */
+    async function signInAtProvider(tab: Page, sub: string): Promise<void> {
+      await tab.getByRole('link', { name: 'corp' }).click();
+      await tab.waitForSelector('input[name="login"]', { timeout: 30_000 });
+      await tab.fill('input[name="login"]', sub);
+      await tab.fill('input[name="password"]', 'correct horse battery staple');
+      await tab.click('button[type="submit"]');
+      await tab.waitForSelector('button:has-text("Continue")');
+      await tab.click('button:has-text("Continue")');
+    }
+
     /** No serious or critical axe-core violation, and a screenshot (build/, and docs/images/ when asked). */
     async function checkPage(tab: Page, name: string): Promise<void> {
       await tab.evaluate(axeSource);
@@ -509,13 +520,7 @@ for (const dialect of sqlite) {
         code = JSON.parse(route.request().postData()!).login_code;
         await route.abort();
       });
-      await attacker.getByRole('link', { name: 'corp' }).click();
-      await attacker.waitForSelector('input[name="login"]', { timeout: 30_000 });
-      await attacker.fill('input[name="login"]', 'u-3002');
-      await attacker.fill('input[name="password"]', 'correct horse battery staple');
-      await attacker.click('button[type="submit"]');
-      await attacker.waitForSelector('button:has-text("Continue")');
-      await attacker.click('button:has-text("Continue")');
+      await signInAtProvider(attacker, 'u-3002');
       await eventually('the attacker has his login_code', () => code);
 
       // The victim opens the link in a browser of her own (a new tab, a fresh context: her cookies, not his).
@@ -536,13 +541,7 @@ for (const dialect of sqlite) {
     it("signs in through the OIDC provider's pages and back to the console", async () => {
       s.idp.addAccount({ sub: 'u-3001', claims: { preferred_username: 'erin', groups: ['staff'] } });
       const tab = await openConsole();
-      await tab.getByRole('link', { name: 'corp' }).click();
-      await tab.waitForSelector('input[name="login"]', { timeout: 30_000 });
-      await tab.fill('input[name="login"]', 'u-3001');
-      await tab.fill('input[name="password"]', 'correct horse battery staple');
-      await tab.click('button[type="submit"]');
-      await tab.waitForSelector('button:has-text("Continue")');
-      await tab.click('button:has-text("Continue")');
+      await signInAtProvider(tab, 'u-3001');
       await tab.locator('#who').filter({ hasText: 'erin (power 10)' }).waitFor({ timeout: 30_000 });
       expect(new URL(tab.url()).hash).not.to.match(/login_code/);
       await tab.context().close();
