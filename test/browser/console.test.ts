@@ -138,6 +138,13 @@ for (const dialect of sqlite) {
       await tab.locator('#who').filter({ hasText: username }).waitFor({ timeout: 30_000 });
     }
 
+    /** The value of a run page's fact (its `dd`) named `name`. */
+    const factOf = (tab: Page, name: string) =>
+      tab
+        .locator('dl.facts dt')
+        .filter({ hasText: new RegExp(`^${name}$`) })
+        .locator('xpath=following-sibling::dd[1]');
+
     /** From the console's sign-in page through the provider's own login and consent pages, as `sub`. */
     async function signInAtProvider(tab: Page, sub: string): Promise<void> {
       await tab.getByRole('link', { name: 'corp' }).click();
@@ -349,11 +356,7 @@ for (const dialect of sqlite) {
       await tab.getByText('The run ended: cancelled.').waitFor({ timeout: 30_000 });
       expect(await tab.getByText('Cancelling…').count()).to.equal(0);
       // The command was ended by a signal: no exit code, and the signal on its own row.
-      const fact = (name: string) =>
-        tab
-          .locator('dl.facts dt')
-          .filter({ hasText: new RegExp(`^${name}$`) })
-          .locator('xpath=following-sibling::dd[1]');
+      const fact = (name: string) => factOf(tab, name);
       expect(await fact('Exit code').textContent()).to.equal('—');
       expect(await fact('Signal').textContent()).to.match(/^SIG[A-Z]+$/);
 
@@ -430,11 +433,7 @@ for (const dialect of sqlite) {
       const runId = decodeURIComponent(new URL(bob.url()).hash.slice('#/runs/'.length));
       await bob.locator('#run-status').filter({ hasText: 'awaiting_approval' }).waitFor({ timeout: 20_000 });
       // Who decides, how many must, and until when.
-      const fact = (name: string) =>
-        bob
-          .locator('dl.facts dt')
-          .filter({ hasText: new RegExp(`^${name}$`) })
-          .locator('xpath=following-sibling::dd[1]');
+      const fact = (name: string) => factOf(bob, name);
       expect(await fact('Approvers').textContent()).to.equal('power 50 or more (not the caller)');
       expect(await fact('Quorum').textContent()).to.equal('0 of 1 approval');
       expect(await fact('Approval expires').textContent()).not.to.equal('—');
