@@ -22,6 +22,14 @@ describe('README: what a new user reads first holds', () => {
     expect(readme).to.match(/`npm ci` builds everything and takes a few minutes/);
   });
 
+  it("creates notes.yaml's table in the container quick start, and never says a broken toolkit file stops the start", () => {
+    const container = readme.slice(readme.indexOf('## Run it in a container'), readme.indexOf('\n## ', readme.indexOf('## Run it in a container') + 5));
+    const setup = container.search(/tkgate:[\d.]+ example setup/);
+    expect(setup, 'example setup in the quick start').to.be.greaterThan(-1);
+    expect(setup, 'before the gateway starts').to.be.lessThan(container.indexOf('podman run -d'));
+    expect(readme).not.to.match(/broken (toolkit )?file stops the start/);
+  });
+
   it('never offers the @tkgate packages from the npm registry, which does not have them', () => {
     expect(readme).not.to.match(/npm install (-g )?@tkgate|Any npm package/);
     expect(readme).to.match(/not on the npm registry yet/);
