@@ -61,11 +61,13 @@ export async function runFleetCommand(command: FleetCommand): Promise<FleetOutco
   try {
     let identity: Awaited<ReturnType<typeof prepareIdentity>> | undefined;
     try {
+      const jumps = command.nodes.some((node) => node.jump !== undefined);
       identity = await prepareIdentity(
         dir,
         command.credentials,
         { runId: command.runId, username: command.username, startedAt: command.startedAt },
         command.tools.sshKeygen,
+        jumps,
       );
       if (identity.keyId) log.info('fleet run certificate made', { key_id: identity.keyId });
     } catch (err) {

@@ -9,7 +9,8 @@ export interface Position {
 /** A source's document and where the value at a key path stands in its text (when the text is a file's). */
 export interface InventoryText {
   document: unknown;
-  locate(path: ReadonlyArray<string | number>): Position | undefined;
+  /** Where the value at `path` stands (its key's place with `key`), or the nearest enclosing node that exists. */
+  locate(path: ReadonlyArray<string | number>, key?: boolean): Position | undefined;
 }
 
 /** A source's text that does not parse, and where. */
@@ -33,7 +34,7 @@ export function parseInventoryText(text: string, json: boolean): InventoryText |
     }
   }
   const lines = new LineCounter();
-  const parsed = YAML.parseDocument(text, { lineCounter: lines, uniqueKeys: !json, prettyErrors: false });
+  const parsed = YAML.parseDocument(text, { lineCounter: lines, uniqueKeys: !json, prettyErrors: true });
   const error = parsed.errors[0];
   if (!json && error) {
     const position = error.linePos ? { line: error.linePos[0].line, column: error.linePos[0].col } : undefined;
@@ -50,14 +51,15 @@ export function parseInventoryText(text: string, json: boolean): InventoryText |
   };
   return {
     document,
-    locate(path) {
+    locate(path, key = false) {
       if (parsed.errors.length > 0) return undefined;
       let node = parsed.contents as Node | null;
       let found = at(node);
-      for (const segment of path) {
+      for (const [index, segment] of path.entries()) {
         let next: Node | null | undefined;
         if (isMap(node)) {
           const pair = node.items.find((item) => (isScalar(item.key) ? String(item.key.value) : String(item.key)) === String(segment));
+          if (pair && key && index === path.length - 1) return at(pair.key as Node) ?? found;
           next = (pair?.value as Node | null | undefined) ?? (pair?.key as Node | undefined);
         } else if (isSeq(node) && typeof segment === 'number') next = node.items[segment] as Node | undefined;
         if (!next) return found;

@@ -87,8 +87,8 @@ export class Inventory {
     return reports;
   }
 
-  /** Follows the sources after `load()`: file events (after `settleMs` of quiet) and refresh timers. */
-  watch(): void {
+  /** Follows the sources after `load()`: file events (after `settleMs` of quiet) and refresh timers; resolves once files are watched. */
+  async watch(): Promise<void> {
     const settleMs = this.options.settleMs ?? 250;
     const files: Array<{ file: string; reread: () => void }> = [];
     if (this.options.knownHosts) files.push({ file: path.resolve(this.options.baseDir, this.options.knownHosts), reread: () => void this.rereadKnownHosts() });
@@ -124,6 +124,7 @@ export class Inventory {
       this.watchers.push(watcher);
       this.clearTimers.push(() => clearTimeout(settle));
     }
+    await Promise.all(this.watchers.map((watcher) => new Promise<void>((resolve) => watcher.once('ready', () => resolve()))));
   }
 
   async close(): Promise<void> {

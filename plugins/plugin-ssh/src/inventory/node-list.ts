@@ -28,12 +28,12 @@ export function checkNodeList(
 ): { nodes: FleetNode[] } | { problems: InventoryProblem[] } {
   const problems: InventoryProblem[] = [];
   let hidden = 0;
-  const add = (path: Array<string | number>, message: string, node?: string) => {
+  const add = (path: Array<string | number>, message: string, node?: string, key = false) => {
     if (problems.length >= MAX_PROBLEMS) {
       hidden++;
       return;
     }
-    const position = text.locate(path);
+    const position = text.locate(path, key);
     problems.push({
       file: source,
       path: path.join('.'),
@@ -59,7 +59,7 @@ export function checkNodeList(
     if (!parsed.success) {
       for (const issue of parsed.error.issues) {
         const path = [index, ...(issue.path as Array<string | number>)];
-        if (issue.code === 'unrecognized_keys') for (const key of issue.keys) add([...path, key], 'unknown key', named);
+        if (issue.code === 'unrecognized_keys') for (const key of issue.keys) add([...path, key], 'unknown key', named, true);
         else add(path, issue.message, named);
       }
       return;

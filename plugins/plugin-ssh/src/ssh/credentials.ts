@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import type { RunDirectory } from './run-directory.js';
 import type { Identity } from './ssh-config.js';
 
@@ -24,14 +24,17 @@ const KEYGEN_TIMEOUT_MS = 30_000;
  * encrypted or malformed key is refused here, once, rather than by every node). A certificate (docs/fleet.md,
  * "Certificates"): a fresh Ed25519 key pair, and a user certificate for it signed by the CA key with key id
  * `tkgate run=<run id> user=<username>`, the principals, valid from a minute before the run's start until
- * `valid_for` after it, without port, agent or X11 forwarding or a pty. The CA key is on disk (0600, in the
- * private directory) only while `ssh-keygen -s` signs, whatever its secret's scheme.
+ * `valid_for` after it, without port, agent or X11 forwarding or a pty. With `jumps`, a second certificate of
+ * the same key, id and validity for the jump hosts, which permits port forwarding and nothing else: what `-W`
+ * needs there. The CA key is on disk (0600, in the private directory) only while `ssh-keygen -s` signs,
+ * whatever its secret's scheme.
  */
 export async function prepareIdentity(
   dir: RunDirectory,
   credentials: SshCredentials,
   run: RunIdentity,
   keygenPath: string,
+  jumps = false,
 ): Promise<Identity & { keyId?: string }> {
   if ('key' in credentials) {
     const identityFile = await dir.write('id', withFinalNewline(credentials.key));
@@ -44,36 +47,28 @@ export async function prepareIdentity(
   const keyId = `tkgate run=${run.runId} user=${printable(run.username)}`;
   const from = new Date(run.startedAt.getTime() - 60_000);
   const to = new Date(run.startedAt.getTime() + validForMs);
+  const validity = `${certificateTime(from)}:${certificateTime(to)}`;
+  const sign = (publicKey: string, options: string[], what: string) =>
+    keygen(
+      keygenPath,
+      ['-q', '-s', caFile, '-I', keyId, '-n', principals.join(','), '-V', validity, ...options.flatMap((option) => ['-O', option]), publicKey],
+      `the CA key could not sign the ${what} (an unencrypted OpenSSH or PEM private key is needed)`,
+    );
+  // Each certificate is signed from a copy of the public key: ssh would also offer `id-cert.pub`, beside the
+  // identity file, before the certificate a hop names, and a jump host would get the one without forwarding.
+  const publicKey = await readFile(`${identityFile}.pub`);
   const caFile = await dir.write('ca', withFinalNewline(caKey));
   try {
-    await keygen(
-      keygenPath,
-      [
-        '-q',
-        '-s',
-        caFile,
-        '-I',
-        keyId,
-        '-n',
-        principals.join(','),
-        '-V',
-        `${certificateTime(from)}:${certificateTime(to)}`,
-        '-O',
-        'no-port-forwarding',
-        '-O',
-        'no-agent-forwarding',
-        '-O',
-        'no-x11-forwarding',
-        '-O',
-        'no-pty',
-        `${identityFile}.pub`,
-      ],
-      'the CA key could not sign the certificate (an unencrypted OpenSSH or PEM private key is needed)',
-    );
+    await dir.write('node.pub', publicKey);
+    await sign(dir.file('node.pub'), ['no-port-forwarding', 'no-agent-forwarding', 'no-x11-forwarding', 'no-pty'], 'certificate');
+    if (jumps) {
+      await dir.write('jump.pub', publicKey);
+      await sign(dir.file('jump.pub'), ['clear', 'permit-port-forwarding'], "jump hosts' certificate");
+    }
   } finally {
     await rm(caFile, { force: true });
   }
-  return { identityFile, certificateFile: `${identityFile}-cert.pub`, keyId };
+  return { identityFile, certificateFile: dir.file('node-cert.pub'), ...(jumps ? { jumpCertificateFile: dir.file('jump-cert.pub') } : {}), keyId };
 }
 
 /** ssh-keygen's `-V` time: UTC, to the second. */

@@ -25,6 +25,8 @@ export interface Identity {
   identityFile: string;
   /** The run's certificate, with `ssh.certificate`. */
   certificateFile?: string;
+  /** Its certificate for jump hosts (port forwarding only), when a node of the run has one. */
+  jumpCertificateFile?: string;
 }
 
 export interface ConnectTiming {
@@ -76,7 +78,7 @@ export function sshConfigText(
         `Port ${hop.port}`,
         ...(user !== undefined ? [`User ${user}`] : []),
         `IdentityFile ${literal(identity.identityFile)}`,
-        ...(identity.certificateFile ? [`CertificateFile ${literal(identity.certificateFile)}`] : []),
+        ...certificateOf(identity, index > 0).map((file) => `CertificateFile ${literal(file)}`),
         'IdentitiesOnly yes',
         'IdentityAgent none',
         'AddKeysToAgent no',
@@ -112,6 +114,12 @@ export function sshConfigText(
     })
     .join('\n\n')
     .concat('\n');
+}
+
+/** The certificate a hop logs in with: a jump host's permits the forwarding `-W` asks of it. */
+function certificateOf(identity: Identity, jump: boolean): string[] {
+  const file = jump ? (identity.jumpCertificateFile ?? identity.certificateFile) : identity.certificateFile;
+  return file ? [file] : [];
 }
 
 /** The run's known_hosts lines of a node's way: only its pinned keys, each under the name ssh looks it up by. */
