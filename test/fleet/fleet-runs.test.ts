@@ -3,11 +3,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { failureBudget, parseHostKey, type HostKey, type InventorySnapshot } from '@tkgate/plugin-ssh/engine';
+import { failureBudget, parseHostKey, remoteCommandFits, removeStaleRunDirectories, type HostKey, type InventorySnapshot } from '@tkgate/plugin-ssh/engine';
 import { eventually } from '../support/eventually.js';
 import { tempDir } from '../support/paths.js';
 import { processesInGroup, startSshdNodes, type SshdFleet } from '../support/sshd-nodes.js';
-import { certificateOf, inventoryOf, nodeOn, runFleet, stateOf } from './fleet-support.js';
+import { certificateOf, inventoryOf, memoryLog, nodeOn, runFleet, stateOf, toolsIn } from './fleet-support.js';
 
 const run = promisify(execFile);
 
@@ -50,7 +50,7 @@ describe('fleet runs on real sshd nodes', function () {
       {
         runId: 'run-first-0001',
         username: 'alice',
-        tools: { ssh: 'ssh', sshKeygen: 'ssh-keygen', workDirectory: work },
+        tools: toolsIn(work),
       },
     );
     expect(result).to.deep.include({ status: 'succeeded' });
@@ -88,7 +88,7 @@ describe('fleet runs on real sshd nodes', function () {
       username: 'bob smith',
       startedAt,
       credentials: certificateOf(fleet, [fleet.user, 'deploy'], 600_000),
-      tools: { ssh: 'ssh', sshKeygen: 'ssh-keygen', workDirectory: work },
+      tools: toolsIn(work),
     });
     await eventually('the command runs', () => existsSync(path.join(marks, 'started')));
     const [runDir] = readdirSync(work);
@@ -169,6 +169,15 @@ describe('fleet runs on real sshd nodes', function () {
     expect(existsSync(path.join(marks, 'pwned'))).to.equal(false);
   });
 
+  it("refuses a command longer than a node's shell takes, before any node", async () => {
+    const long = ['echo', 'x'.repeat(140_000)];
+    expect(remoteCommandFits(long)).to.equal(false);
+    expect(remoteCommandFits(['echo', 'x'.repeat(100_000)])).to.equal(true);
+    let refused: unknown;
+    await runFleet(fleet, inventory, ['web-1'], long).catch((err) => (refused = err));
+    expect(refused).to.be.instanceOf(RangeError);
+  });
+
   it('keeps max_output_bytes of a node and lets its command go on', async () => {
     const marks = path.join(dir, 'output');
     mkdirSync(marks);
@@ -198,6 +207,13 @@ describe('fleet runs on real sshd nodes', function () {
     const going = await runFleet(fleet, inventory, names, command, { parallel: 4, maxFailures: 0, keepGoing: true });
     expect(statuses(going)).to.deep.equal(['succeeded', 'failed', 'failed', 'succeeded']);
     expect(going.counts).to.deep.include({ succeeded: 2, failed: 2, skipped: 0 });
+  });
+
+  it("removes run directories of gateways that are gone, never a live one's", async () => {
+    const work = tempDir('tkgate-fleet-work-');
+    for (const name of ['tkgate-ssh-999999999-abc', `tkgate-ssh-${process.pid}-abc`, 'tkgate-ssh-1-abc', 'unrelated']) mkdirSync(path.join(work, name));
+    await removeStaleRunDirectories(work, memoryLog().log);
+    expect(readdirSync(work).sort()).to.deep.equal([`tkgate-ssh-${process.pid}-abc`, 'tkgate-ssh-1-abc', 'unrelated'].sort());
   });
 
   it('counts a percentage of max_failures of the selected nodes, rounded down', () => {

@@ -9,7 +9,9 @@ import {
   type FleetOutcome,
   type InventorySnapshot,
   type NodeState,
+  sshTools,
   type SshCredentials,
+  type SshTools,
 } from '@tkgate/plugin-ssh/engine';
 import type { SshdFleet } from '../support/sshd-nodes.js';
 
@@ -90,12 +92,15 @@ export async function runFleet(
       const kept = (output[node] ??= { stdout: '', stderr: '' });
       kept[stream] += bytes.toString('utf8');
     },
-    tools: { ssh: 'ssh', sshKeygen: 'ssh-keygen', workDirectory: os.tmpdir() },
+    tools: toolsIn(os.tmpdir()),
     log,
     ...overrides,
   });
   return { ...outcome, output, changes, lines };
 }
+
+/** The system's ssh and ssh-keygen as the plugin finds them, with runs' directories made in `workDirectory`. */
+export const toolsIn = (workDirectory: string): SshTools => sshTools({ ssh: 'ssh', ssh_keygen: 'ssh-keygen', work_directory: workDirectory });
 
 /** A node's final state in an outcome. */
 export const stateOf = (outcome: FleetOutcome, name: string): NodeState => outcome.nodes.find((node) => node.name === name)!;

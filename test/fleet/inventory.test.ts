@@ -220,6 +220,18 @@ describe('fleet inventory', function () {
     ]);
   });
 
+  it('follows known_hosts too: a key added there is used by the nodes without keys of their own', async () => {
+    writeFileSync(path.join(dir, 'later_known_hosts'), `other.example ${keyA}\n`);
+    writeFileSync(path.join(dir, 'later.yaml'), '- { name: later, host: later.example }\n');
+    const { inventory } = open({ sources: [{ file: 'later.yaml' }], knownHosts: 'later_known_hosts' });
+    await inventory.load();
+    await inventory.watch();
+    expect(inventory.nodes.hostKeysOf(inventory.nodes.node('later')!)).to.deep.equal([]);
+    writeFileSync(path.join(dir, 'later_known_hosts'), `other.example ${keyA}\nlater.example ${keyB}\n`);
+    await eventually('the new key is known', () => inventory.nodes.hostKeysOf(inventory.nodes.node('later')!).length === 1);
+    expect(inventory.nodes.hostKeysOf(inventory.nodes.node('later')!)).to.deep.equal([key(keyB)]);
+  });
+
   describe('selection', () => {
     const nodes = ['a', 'b', 'c', 'd'].map((name, index): FleetNode => ({
       name,

@@ -58,6 +58,7 @@ describe('fleet nodes that fail, stop or vanish (real sshd)', function () {
     for (const name of ['n0', 'n1']) expect(stateOf(result, name), name).to.deep.include({ status: 'cancelled', reason: 'cancelled_by', signal: 'SIGTERM' });
     expect(stateOf(result, 'n0-again')).to.deep.include({ status: 'cancelled', reason: 'cancelled_by', started_at: null });
     expect(result).to.deep.include({ status: 'failed', reason: 'cancelled_by' });
+    expect(result.output, "the wrapper's reports are no output, nor is its shell's word on the command's end").to.deep.equal({});
     for (const server of [0, 1]) {
       const group = groupOf(dir, server);
       await eventually(`the command group on server ${server} is gone`, () => processesInGroup(group).length === 0);
@@ -94,6 +95,8 @@ describe('fleet nodes that fail, stop or vanish (real sshd)', function () {
       const result = await running;
       expect(stateOf(result, 'n0')).to.deep.include({ status: 'succeeded', exit_code: 0 });
       expect(stateOf(result, 'n1')).to.deep.include({ status: 'failed', reason: 'connection_lost', exit_code: null });
+      // ssh's own word on the lost connection comes in the node's stderr (it writes it there, not to its log).
+      expect(result.output.n1).to.deep.equal({ stdout: '', stderr: `Connection to ${fleet.nodes[1]!.address} closed by remote host.\r\n` });
       expect(result).to.deep.include({ status: 'failed', reason: 'nodes_failed' });
     } finally {
       await fleet.nodes[1]!.restart();

@@ -12,7 +12,7 @@ const USER = /^[A-Za-z0-9._][A-Za-z0-9._@-]*$/;
 const labelValue = z.union([z.string().max(256), z.number(), z.boolean()]);
 
 /**
- * A `type: ssh` endpoint (docs/fleet.md, "The endpoint"). Runs are implied (`run: sync` is refused); `command` is
+ * A `type: ssh` endpoint (docs/fleet.md, "Parallelism and failures" and "What each node runs"). Runs are implied (`run: sync` is refused); `command` is
  * an argv whose elements may each be a reference (`$payload.x`, `$path.x`, `$context.x`) replaced by that value;
  * `nodes.match` values may be references too.
  */

@@ -2,7 +2,7 @@ import type { NodeOutcome, NodeReason, NodeStop } from '../ssh/node-session.js';
 
 export type NodeStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'skipped';
 
-/** A node of a run as the run shows it (docs/fleet.md, "The run"). */
+/** A node of a run as the run shows it (docs/fleet.md, "Parallelism and failures"). */
 export interface NodeState {
   name: string;
   status: NodeStatus;

@@ -1,9 +1,13 @@
+import { accessSync, constants } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { Logger } from '@tkgate/core';
 import type { FleetNode } from '../inventory/fleet-node.js';
 import type { InventorySnapshot } from '../inventory/inventory.js';
 import { CredentialsUnusable, prepareIdentity, type SshCredentials } from '../ssh/credentials.js';
 import { runOnNode, type NodeOutcome } from '../ssh/node-session.js';
-import { RunDirectory } from '../ssh/run-directory.js';
+import { MAX_REMOTE_COMMAND_BYTES, remoteCommandFits } from '../ssh/remote-command.js';
+import { RunDirectory, workDirectoryProblem } from '../ssh/run-directory.js';
 import type { Hop } from '../ssh/ssh-config.js';
 import { executeFleet, type FleetOutcome, type MaxFailures, type NodeState } from './fleet-executor.js';
 
@@ -57,6 +61,9 @@ export const MAX_JUMPS = 8;
  */
 export async function runFleetCommand(command: FleetCommand): Promise<FleetOutcome> {
   const { log } = command;
+  const argv = command.context.place === 'argument' ? [...command.argv, command.context.json] : command.argv;
+  // The endpoint refuses such a call before its run (413); a run never gets here with one.
+  if (!remoteCommandFits(argv)) throw new RangeError(`the command is longer than a node's shell takes (${MAX_REMOTE_COMMAND_BYTES} bytes)`);
   const dir = await RunDirectory.create(command.tools.workDirectory);
   try {
     let identity: Awaited<ReturnType<typeof prepareIdentity>> | undefined;
@@ -74,7 +81,6 @@ export async function runFleetCommand(command: FleetCommand): Promise<FleetOutco
       if (!(err instanceof CredentialsUnusable)) throw err;
       log.error('fleet run credentials unusable; no node is run', { reason: err.message, detail: err.cause });
     }
-    const argv = command.context.place === 'argument' ? [...command.argv, command.context.json] : command.argv;
     const stdin = command.context.place === 'stdin' ? command.context.json : undefined;
     return await executeFleet({
       nodes: command.nodes.map((node) => node.name),
@@ -91,22 +97,28 @@ export async function runFleetCommand(command: FleetCommand): Promise<FleetOutco
           log.warn('fleet node unreachable: its jump hosts cannot be followed', { node: name, detail: hops });
           return { status: 'failed', reason: 'unreachable', outputBytes: 0, outputTruncated: false };
         }
-        return runOnNode({
-          hops,
-          index,
-          dir,
-          identity,
-          ...((command.user ?? command.nodes[index]!.user) !== undefined ? { user: command.user ?? command.nodes[index]!.user } : {}),
-          argv,
-          ...(stdin !== undefined ? { stdin } : {}),
-          connectTimeoutMs: command.connectTimeoutMs,
-          graceMs: command.graceMs,
-          stop,
-          maxOutputBytes: command.maxOutputBytes,
-          onOutput: (stream, bytes) => command.onOutput?.(name, stream, bytes),
-          sshPath: command.tools.ssh,
-          log,
-        });
+        const user = command.user ?? command.nodes[index]!.user;
+        try {
+          return await runOnNode({
+            hops,
+            index,
+            dir,
+            identity,
+            ...(user !== undefined ? { user } : {}),
+            argv,
+            ...(stdin !== undefined ? { stdin } : {}),
+            connectTimeoutMs: command.connectTimeoutMs,
+            graceMs: command.graceMs,
+            stop,
+            maxOutputBytes: command.maxOutputBytes,
+            onOutput: (stream, bytes) => command.onOutput?.(name, stream, bytes),
+            sshPath: command.tools.ssh,
+            log,
+          });
+        } catch (err) {
+          log.error('fleet node could not be run', { node: name, err });
+          return { status: 'failed', reason: 'unreachable', outputBytes: 0, outputTruncated: false };
+        }
       },
     });
   } finally {
@@ -129,4 +141,29 @@ export function hopsOf(node: FleetNode, inventory: InventorySnapshot): Hop[] | s
     at = jump;
   }
   return hops;
+}
+
+/**
+ * The programs and work directory of plugin_options, checked once at registration: `ssh` and `ssh-keygen` found
+ * in PATH (as absolute paths, which a jump host's ProxyCommand names too), the work directory usable in
+ * ssh_config. A problem is thrown with words for the boot's one line.
+ */
+export function sshTools(options: { ssh: string; ssh_keygen: string; work_directory?: string }): SshTools {
+  const workDirectory = path.resolve(options.work_directory ?? os.tmpdir());
+  const problem = workDirectoryProblem(workDirectory);
+  if (problem) throw new Error(`work_directory ${problem}`);
+  return { ssh: program(options.ssh, 'ssh'), sshKeygen: program(options.ssh_keygen, 'ssh_keygen'), workDirectory };
+}
+
+function program(name: string, key: string): string {
+  const candidates = name.includes('/') ? [path.resolve(name)] : (process.env.PATH ?? '/usr/bin:/bin').split(':').map((dir) => path.join(dir || '.', name));
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (workDirectoryProblem(candidate) === undefined) return candidate;
+    } catch {
+      // Not here.
+    }
+  }
+  throw new Error(`${key}: ${name} is not an executable in PATH (Debian: apt-get install openssh-client)`);
 }

@@ -22,7 +22,7 @@ const KEYGEN_TIMEOUT_MS = 30_000;
 /**
  * Puts a run's identity into its private directory. A key: written 0600 and read once by `ssh-keygen -y` (an
  * encrypted or malformed key is refused here, once, rather than by every node). A certificate (docs/fleet.md,
- * "Certificates"): a fresh Ed25519 key pair, and a user certificate for it signed by the CA key with key id
+ * "Keys or certificates"): a fresh Ed25519 key pair, and a user certificate for it signed by the CA key with key id
  * `tkgate run=<run id> user=<username>`, the principals, valid from a minute before the run's start until
  * `valid_for` after it, without port, agent or X11 forwarding or a pty. With `jumps`, a second certificate of
  * the same key, id and validity for the jump hosts, which permits port forwarding and nothing else: what `-W`

@@ -6,7 +6,7 @@ import { remoteCommand, ReportFilter, type WrapperReports } from './remote-comma
 import type { RunDirectory } from './run-directory.js';
 import { knownHostsText, sshConfigText, type Hop, type Identity } from './ssh-config.js';
 
-/** Why a node ended other than by its command's own exit (docs/fleet.md, "Node reasons"). */
+/** Why a node ended other than by its command's own exit (docs/fleet.md, "Parallelism and failures"). */
 export type NodeReason =
   | 'unreachable'
   | 'auth_failed'

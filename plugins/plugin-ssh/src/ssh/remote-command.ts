@@ -53,6 +53,17 @@ export function remoteCommand(argv: readonly string[], token: string, graceSecon
   return ['exec', '/bin/sh', '-c', shellQuote(WRAPPER), 'tkgate', token, String(graceSeconds), ...argv.map(shellQuote)].join(' ');
 }
 
+/**
+ * The longest command string a node's sshd can hand its login shell: one argument of `sh -c` (Linux refuses an
+ * argument over 128 KiB). The argv, the context with `context: argument` included, must fit in it.
+ */
+export const MAX_REMOTE_COMMAND_BYTES = 131_071;
+
+/** Whether an argv fits in one remote command (the wrapper and the quoting counted). */
+export function remoteCommandFits(argv: readonly string[]): boolean {
+  return Buffer.byteLength(remoteCommand(argv, '0'.repeat(16), 99_999)) <= MAX_REMOTE_COMMAND_BYTES;
+}
+
 /** What the wrapper reported, read off the node's stderr. */
 export interface WrapperReports {
   /** The command's process group on the node, once it started there. */
