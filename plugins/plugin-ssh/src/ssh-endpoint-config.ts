@@ -1,4 +1,5 @@
 import { durationMs, invalidPayload, secretOr, z, type RequestContext } from '@tkgate/core';
+import type { MaxFailures } from './fleet/fleet-executor.js';
 import { NODE_NAME } from './inventory/fleet-node.js';
 
 /** `$payload.<field>`, `$path.<name>` (a path template's parameter) or `$context.<field>`: a value of the call. */
@@ -48,14 +49,19 @@ export const sshConfigSchema = z
     parallel: z.number().int().min(1).max(1_000).default(10).describe('Nodes at once (default 10).'),
     keep_going: z.boolean().default(false).describe('false (default): no new node starts once more than max_failures nodes failed.'),
     max_failures: z
-      .union([
-        z.number().int().min(0),
-        z
-          .string()
-          .regex(/^\d{1,3}(\.\d{1,2})?%$/, 'must be a count or a percentage such as "10%"')
-          .refine((text) => Number(text.slice(0, -1)) <= 100, 'a percentage is at most 100%')
-          .transform((text) => text as `${number}%`),
-      ])
+      .union([z.number(), z.string()])
+      .transform((value, ctx): MaxFailures => {
+        const percent = typeof value === 'string' ? /^(\d{1,3}(\.\d{1,2})?)%$/.exec(value) : null;
+        if (typeof value === 'number' ? Number.isInteger(value) && value >= 0 : percent && Number(percent[1]) <= 100) return value as MaxFailures;
+        ctx.addIssue({ code: 'custom', message: 'must be a count (0 or more) or a percentage from 0% to 100% such as "10%"' });
+        return z.NEVER;
+      })
+      .meta({
+        anyOf: [
+          { type: 'integer', minimum: 0 },
+          { type: 'string', pattern: '^\\d{1,3}(\\.\\d{1,2})?%$' },
+        ],
+      })
       .default(0)
       .describe('Failures tolerated before the run stops starting nodes: a count, or "10%" of the selected nodes (rounded down).'),
     node_timeout: durationMs.default(600_000).describe('Per node (default 10m): past it the node ends timed_out.'),
