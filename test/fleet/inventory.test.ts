@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { GatewayError } from '@tkgate/core';
-import { describeInventoryProblem, Inventory, parseHostKey, selectNodes, type FleetNode, type HostKey } from '@tkgate/plugin-ssh/engine';
+import { describeInventoryProblem, Inventory, nodeListing, parseHostKey, selectNodes, type FleetNode, type HostKey } from '@tkgate/plugin-ssh/engine';
 import { eventually } from '../support/eventually.js';
 import { tempDir } from '../support/paths.js';
 import { memoryLog } from './fleet-support.js';
@@ -215,6 +215,10 @@ describe('fleet inventory', function () {
     expect(keysOf('k6')).to.deep.equal([]);
     expect(keysOf('k7')).to.deep.equal([{ ...key(keyB), marker: 'cert-authority' }]);
     expect(keysOf('k8')).to.deep.equal([key(keyB)]);
+    const listed = ['k1', 'k3', 'k7', 'k8'].map((name) => nodeListing(inventory.nodes.node(name)!, inventory.nodes));
+    expect(listed.map((node) => node.host_keys_from)).to.deep.equal(['known_hosts', 'none', 'known_hosts', 'node']);
+    expect(listed[2]!.host_keys).to.deep.equal([{ type: 'ssh-ed25519', fingerprint: key(keyB).fingerprint, marker: 'cert-authority' }]);
+    expect(JSON.stringify(listed), 'no key material in a listing').not.to.include(keyA.split(' ')[1]!).and.not.to.include(keyB.split(' ')[1]!);
     expect(lines.find((line) => line.msg === 'fleet known_hosts lines left out')!.problems).to.deep.equal([
       'known_hosts:5: must be "<hosts> <type> <base64> [comment]"',
     ]);

@@ -38,6 +38,35 @@ export interface InventorySnapshot {
   hostKeysOf(node: FleetNode): readonly HostKey[];
 }
 
+/** A node as `GET fleet/nodes` and `tkgate fleet nodes` show it: its host keys by fingerprint, never any key material. */
+export interface NodeListing {
+  name: string;
+  host: string;
+  port: number;
+  user: string | null;
+  labels: Readonly<Record<string, string>>;
+  jump: string | null;
+  source: string;
+  host_keys: Array<{ type: string; fingerprint: string; marker: string | null }>;
+  /** Where the keys come from: the node's own `host_key(s)`, `fleet.known_hosts`, or nowhere (it cannot be run on). */
+  host_keys_from: 'node' | 'known_hosts' | 'none';
+}
+
+export function nodeListing(node: FleetNode, snapshot: InventorySnapshot): NodeListing {
+  const keys = snapshot.hostKeysOf(node);
+  return {
+    name: node.name,
+    host: node.host,
+    port: node.port,
+    user: node.user ?? null,
+    labels: node.labels,
+    jump: node.jump ?? null,
+    source: node.source,
+    host_keys: keys.map((key) => ({ type: key.type, fingerprint: key.fingerprint, marker: key.marker ?? null })),
+    host_keys_from: node.hostKeys ? 'node' : keys.length > 0 ? 'known_hosts' : 'none',
+  };
+}
+
 interface SourceState {
   readonly spec: InventorySource;
   readonly label: string;
