@@ -29,6 +29,8 @@ const ancestors = script(
   ].join('\n'),
 );
 const groupLeader = script('group-leader', 'sleep 60 & echo $! > "$PID_FILE"; wait');
+/** A run's command and a child in its process group: both pids, once both run. */
+const runLeader = script('run-leader', 'sleep 60 & echo "$$ $!" > "$PID_FILE"; wait');
 /**
  * Looks everywhere a command can for the marker planted in the gateway's environment: its own environment
  * and argv, and the environment and argv of every process it can read (its ancestors among them). The
@@ -64,6 +66,7 @@ const SECRET = 'mysql://tkgate:hunter2-gateway-secret@127.0.0.1:3306/tkgate';
 const DB_URL_SECRET = 'mysql://tkgate:marker-9b1e-password@127.0.0.1:3306/tkgate';
 const daemonPidFile = path.join(work, 'daemon.pid');
 const stallPidFile = path.join(work, 'stall.pid');
+const runPidFile = path.join(work, 'run.pids');
 const exec = (pathName: string, command: string[], extra: Record<string, unknown> = {}) => ({
   path: pathName,
   method: 'GET',
@@ -86,6 +89,7 @@ const helpers = {
     exec('daemon-running', [daemonThenSleep], { env: { PID_FILE: daemonPidFile } }),
     exec('daemon-holding', [daemonHoldingStdout], { env: { PID_FILE: daemonPidFile }, timeout: '1s' }),
     exec('stall', [stalling], { env: { PID_FILE: stallPidFile }, timeout: '1s' }),
+    exec('run', [runLeader], { method: 'POST', run: 'async', context: 'none', env: { PID_FILE: runPidFile } }),
   ],
 };
 /** Gone for good: not running, and reaped (no zombie left in /proc). */
@@ -95,9 +99,6 @@ const reaped = (pid: number) => !existsSync(`/proc/${pid}`);
  * to init, whose reaping is the container's business (docs/operating.md), so a zombie counts as gone.
  */
 const ended = (spawner: 'native' | 'node', pid: number) => (spawner === 'native' ? reaped(pid) : !alive(pid));
-
-/** What a helper's environment may hold: the native one nothing (sh exports PWD), the Node one its IPC variables. */
-const HELPER_ENV = { native: ['PWD'], node: ['NODE_CHANNEL_FD', 'NODE_CHANNEL_SERIALIZATION_MODE', 'PWD'] } as const;
 
 // The helpers are the plugin's own processes, not the database's: one dialect is enough.
 for (const spawner of ['native', 'node'] as const) {
@@ -135,14 +136,14 @@ for (const spawner of ['native', 'node'] as const) {
       expect(chain).not.to.include(s.gateway.child.pid);
       expect(output).not.to.include('hunter2');
       expect(output).not.to.include('TKGATE_DB_URL_PROBE');
-      // The parent is a spawn helper of this spawner, and holds nothing but what HELPER_ENV allows.
+      // The parent is a spawn helper of this spawner, and its environment is empty (no shell started it to export PWD).
       expect(await helperPids()).to.include(chain[0]);
       const parentEnv = output
         .split(/^== \d+$/m)[1]!
         .trim()
         .split('\n')
         .map((line) => line.split('=')[0]);
-      expect(parentEnv.filter((name) => name && !(HELPER_ENV[spawner] as readonly string[]).includes(name))).to.deep.equal([]);
+      expect(parentEnv.filter((name) => name)).to.deep.equal([]);
     });
 
     it('answers a 60 MB output under a 64 MiB max_output_bytes without losing the helper', async () => {
@@ -253,6 +254,19 @@ for (const spawner of ['native', 'node'] as const) {
       await running;
       await eventually('the command group killed', () => !alive(sleeper));
       await eventually('the helpers exited', () => ownHelpers.every((pid) => !alive(pid)));
+    });
+
+    it("ends a run's command and its process group when the gateway dies (SIGKILL), which the gateway spawned itself", async () => {
+      rmSync(runPidFile, { force: true });
+      const { gateway, c } = await ownGateway();
+      expect((await c.post('helpers', 'run', {})).status).to.equal(202);
+      const pids = await eventually('the command and its child run', () => {
+        const text = existsSync(runPidFile) ? readFileSync(runPidFile, 'utf8') : '';
+        return /^\d+ \d+\n$/.test(text) ? text.trim().split(' ').map(Number) : undefined;
+      });
+      expect(pids.every(alive)).to.equal(true);
+      await gateway.stop('SIGKILL');
+      await eventually("the run's command and its child killed", () => pids.every((pid) => !alive(pid)));
     });
 
     it('ends what a running command daemonised when the gateway dies', async () => {

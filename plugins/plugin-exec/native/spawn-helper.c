@@ -10,15 +10,22 @@
  *   RUN   (1): u32 timeout ms, u64 max stdout bytes, u8 flags (1 stdin, 2 cwd), str file, [str cwd],
  *              u32 argc, str args..., u32 envc, str "NAME=value"..., [str stdin]   (str = u32 length, bytes)
  *   ABORT (2): nothing more
+ *   WATCH (3), UNWATCH (4): nothing more; the "run id" is a process group the gateway started itself
+ *              (a run of an async endpoint), killed with the helper's own commands when the gateway goes away
  * helper -> gateway
  *   HELLO (0): u32 pid of the helper (sent once, at start)
  *   STARTED (1): u32 pid (= process group) of the command
  *   DONE  (2): u8 reason, i32 exit code, i32 signal, str stdout, str stderr, str cause
  *
- * Started by `sh -c 'exec ... &'` with an empty environment and no argument, so it is re-parented to init
- * and no process a command can walk up to holds the gateway's environment or names the gateway's pid (a
- * command that scans /proc finds the gateway all the same: not-dumpable.c closes its environ and memory).
- * When the gateway goes away (EOF or EPIPE on the link) every command's group is killed and the helper exits.
+ * Started by the gateway with an empty environment and no argument; it forks at once into a session of its
+ * own and its first process exits (no shell is needed: the container image has none), so it is re-parented
+ * to init and no process a command can walk up to holds the gateway's environment or names the gateway's pid
+ * (a command that scans /proc finds the gateway all the same: not-dumpable.c closes its environ and memory).
+ * When the gateway goes away (EOF or EPIPE on the link: also when it is SIGKILLed) every command's group and
+ * every watched group is killed and the helper exits.
+ *
+ * A run ends with its command: once the main process has exited, its pipes are read for DRAIN_MS more and
+ * then closed, whoever else holds them (a process of another user the helper may not kill, say).
  *
  * Nothing a command starts outlives its run. The helper and each command's main process are subreapers
  * (PR_SET_CHILD_SUBREAPER): a daemon that double-forks and leaves the group (setsid) is re-parented to the
@@ -50,8 +57,12 @@
 #define MAX_LIST 65536
 #define STDERR_KEPT 16384
 #define CHUNK 65536
+/* Process groups of the gateway's own runs (WATCH): as many as it may run at once, with room to spare. */
+#define MAX_WATCHED 4096
+/* After the command's exit, how long its pipes are read before they are closed (docs/toolkits.md). */
+#define DRAIN_MS 500
 
-enum { REQ_RUN = 1, REQ_ABORT = 2 };
+enum { REQ_RUN = 1, REQ_ABORT = 2, REQ_WATCH = 3, REQ_UNWATCH = 4 };
 enum { REP_HELLO = 0, REP_STARTED = 1, REP_DONE = 2 };
 /* The outcome reasons, in the order of src/native-link.ts's REASONS. */
 enum { OUT_OK, OUT_EXIT_CODE, OUT_SIGNAL, OUT_TIMEOUT, OUT_TOO_LARGE, OUT_SPAWN_FAILED, OUT_ABORTED };
@@ -71,10 +82,13 @@ struct run {
 	char err[STDERR_KEPT];
 	size_t err_len;
 	int64_t deadline; /* ms, CLOCK_MONOTONIC */
+	int64_t drain_until; /* once exited: when the pipes are closed */
 };
 
 static struct run runs[MAX_RUNS];
 static int run_count;
+static pid_t watched[MAX_WATCHED];
+static int watched_count;
 
 static int64_t now_ms(void)
 {
@@ -123,9 +137,31 @@ static void kill_leftovers(int all)
 	}
 }
 
+static void watch(pid_t pgid)
+{
+	if (pgid <= 1)
+		return; /* never kill(-1) or our own group by mistake */
+	if (watched_count == MAX_WATCHED) {
+		fprintf(stderr, "tkgate-spawn-helper: more than %d watched process groups; %d is not watched\n", MAX_WATCHED, (int)pgid);
+		return;
+	}
+	watched[watched_count++] = pgid;
+}
+
+static void unwatch(pid_t pgid)
+{
+	for (int i = 0; i < watched_count; i++)
+		if (watched[i] == pgid) {
+			watched[i] = watched[--watched_count];
+			return;
+		}
+}
+
 /* The gateway is gone: nobody can stop these commands any more, so they end now, and so does the helper. */
 _Noreturn static void shutdown_all(int code)
 {
+	for (int i = 0; i < watched_count; i++)
+		kill(-watched[i], SIGKILL);
 	for (int i = 0; i < MAX_RUNS; i++)
 		if (runs[i].used)
 			kill_group(&runs[i]);
@@ -145,16 +181,26 @@ _Noreturn static void shutdown_all(int code)
 	exit(code);
 }
 
-/* Writes all of buf to the link, across partial writes and signals; a gateway that went away ends us. */
+/*
+ * The gateway is gone (a write met EPIPE), but what it sent before is still to be read from the link: a
+ * WATCH among it must be obeyed. Nothing more is written, no more commands start, and the EOF that follows
+ * the frames ends the helper (read_link).
+ */
+static int gateway_gone;
+
+/* Writes all of buf to the link, across partial writes and signals. */
 static void write_all(const void *buf, size_t len)
 {
 	const char *p = buf;
-	while (len > 0) {
+	while (len > 0 && !gateway_gone) {
 		ssize_t n = write(LINK_FD, p, len);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			shutdown_all(errno == EPIPE ? 0 : 1);
+			if (errno != EPIPE)
+				shutdown_all(1);
+			gateway_gone = 1;
+			return;
 		}
 		p += n;
 		len -= (size_t)n;
@@ -558,7 +604,7 @@ static void read_link(void)
 		}
 		char *f = inbuf + at;
 		uint32_t id = get_u32(f + 5);
-		if (f[4] == REQ_RUN) {
+		if (f[4] == REQ_RUN && !gateway_gone) {
 			char *copy = malloc(4 + (size_t)len);
 			if (!copy)
 				shutdown_all(1);
@@ -568,6 +614,10 @@ static void read_link(void)
 			struct run *r = find_run(id);
 			if (r)
 				stop(r, OUT_ABORTED);
+		} else if (f[4] == REQ_WATCH) {
+			watch((pid_t)id);
+		} else if (f[4] == REQ_UNWATCH) {
+			unwatch((pid_t)id);
 		}
 		at += 4 + (size_t)len;
 	}
@@ -590,6 +640,7 @@ static void reap(int sfd)
 				continue;
 			r->exited = 1;
 			r->status = status;
+			r->drain_until = now_ms() + DRAIN_MS;
 			kill_group(r); /* whatever it left running in its group */
 			close_fd(&r->in_fd);
 			finish_if_done(r);
@@ -636,6 +687,28 @@ static void read_output(struct run *r, int is_err)
 	r->out_len += (size_t)n;
 }
 
+/* What is already in the run's pipes, read without waiting (a bounded number of reads), then both closed. */
+static void drain_and_close(struct run *r)
+{
+	for (int n = 0; n < 64 && (r->out_fd >= 0 || r->err_fd >= 0); n++) {
+		int progressed = 0;
+		int *fds[2] = { &r->out_fd, &r->err_fd };
+		for (int k = 0; k < 2; k++) {
+			if (*fds[k] < 0)
+				continue;
+			struct pollfd p = { .fd = *fds[k], .events = POLLIN };
+			if (poll(&p, 1, 0) == 1) {
+				read_output(r, k);
+				progressed = 1;
+			}
+		}
+		if (!progressed)
+			break;
+	}
+	close_fd(&r->out_fd);
+	close_fd(&r->err_fd);
+}
+
 static void write_input(struct run *r)
 {
 	ssize_t n = write(r->in_fd, r->in_data + r->in_off, r->in_len - r->in_off);
@@ -664,6 +737,13 @@ int main(void)
 		fprintf(stderr, "tkgate-spawn-helper: no link on fd 3; started by the gateway only\n");
 		return 2;
 	}
+	/* Away from the gateway (see the top of this file): the first process exits, the second goes on. */
+	pid_t first = fork();
+	if (first < 0)
+		return 1;
+	if (first > 0)
+		_exit(0);
+	setsid();
 	/* Orphans of the commands come here, not to init: see the top of this file. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		return 1;
@@ -687,19 +767,21 @@ int main(void)
 			struct run *r = &runs[i];
 			if (!r->used)
 				continue;
-			if (r->deadline <= now) {
-				stop(r, OUT_TIMEOUT);
-				r->deadline = INT64_MAX; /* killed; the pipes' EOF follows */
-				if (r->exited) {
-					/* Exited, yet something outside its group holds the pipes: stop waiting for it. */
-					close_fd(&r->out_fd);
-					close_fd(&r->err_fd);
+			int64_t until = r->deadline;
+			if (r->exited) {
+				if (r->drain_until <= now) {
+					/* Exited, yet something else holds the pipes: what is in them is read, then the run ends. */
+					drain_and_close(r);
 					finish_if_done(r);
 					continue;
 				}
-			} else if (r->deadline != INT64_MAX && (wait < 0 || r->deadline - now < wait)) {
-				wait = r->deadline - now;
+				until = r->drain_until;
+			} else if (r->deadline <= now) {
+				stop(r, OUT_TIMEOUT);
+				r->deadline = until = INT64_MAX; /* killed; its exit (and the pipes' drain) follows */
 			}
+			if (until != INT64_MAX && (wait < 0 || until - now < wait))
+				wait = until - now;
 			if (r->out_fd >= 0)
 				owner[nfds] = r, fds[nfds++] = (struct pollfd){ .fd = r->out_fd, .events = POLLIN };
 			if (r->err_fd >= 0)

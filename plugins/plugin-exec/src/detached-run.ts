@@ -3,9 +3,10 @@ import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { AdmissionGate, DetachedOutcome, DetachedPlan, DetachedRun, DryRun, DryRunOutcome, OutputSink, PluginSecrets } from '@tkgate/core';
 import { CONTEXT_VARIABLE, DEFAULT_MAX_QUEUED, maxOutputOf, timeoutOf, type ExecConfig } from './exec-config.js';
-import { argv, configuredEnv, contextPlaces, limitedBySize, stdoutData } from './exec-endpoint.js';
+import { argv, configuredEnv, contextPlaces, gatewayPath, limitedBySize, stdoutData } from './exec-endpoint.js';
 import { killGroup } from './process-groups.js';
-import { MAX_ARGUMENT_BYTES } from './run-process.js';
+import { closePipesSoon, MAX_ARGUMENT_BYTES } from './run-process.js';
+import type { GroupWatch } from './spawn-pool.js';
 
 /** How often a run waiting for a place of max_processes looks again while the calls' queue is full. */
 const PLACE_RETRY_MS = 250;
@@ -48,21 +49,33 @@ function maskedStream(output: OutputSink, stream: 'stdout' | 'stderr', secrets: 
   };
 }
 
+/** What a run's command needs of the plugin besides its run. */
+export interface RunServices {
+  /** Secret values of env, and the mask of what the command prints of them. */
+  secrets: PluginSecrets;
+  /** plugin_options max_processes: a run holds a place as a call does. */
+  processes: AdmissionGate;
+  /** The spawn helpers kill the run's process group if the gateway dies (spawn-pool.ts). */
+  groups: GroupWatch;
+}
+
 /**
  * Runs one run of an exec endpoint, in a place of max_processes (as a call), spawned here rather than through
  * the spawn helpers: a run lives for minutes
  * and streams its output as it comes, where the helpers answer a command's output at its end. The command gets its
  * own process group; stdout and stderr go to the run's sink as they come (stdout is also kept, up to
  * max_output_bytes, for `result`). Timeout or stop: SIGTERM to the group, SIGKILL `graceMs` later (at once for a
- * stop with no grace). Once the command exits, whatever it left in its group is killed. Unlike a call, what it
+ * stop with no grace). Once the command exits, whatever it left in its group is killed, and the run ends once its
+ * pipes are drained (PIPE_DRAIN_MS at most: a daemon holding them does not hold the run). Unlike a call, what it
  * daemonised out of its group is not searched for: that search reads every process's environment, work the
- * spawn helpers do off the gateway's event loop but a run's end would do on it.
+ * spawn helpers do off the gateway's event loop but a run's end would do on it. The spawn helpers watch the
+ * group while it runs, and kill it if the gateway dies (docs/runs.md).
  */
-export async function runDetachedCommand(run: DetachedRun<ExecConfig>, secrets: PluginSecrets, processes: AdmissionGate): Promise<DetachedOutcome> {
-  const leave = await processPlace(processes, run.signal);
+export async function runDetachedCommand(run: DetachedRun<ExecConfig>, services: RunServices): Promise<DetachedOutcome> {
+  const leave = await processPlace(services.processes, run.signal);
   if (!leave) return { status: 'failed' }; // stopped while waiting: core says cancelled (or gateway_stopped)
   try {
-    return await runCommand(run, secrets);
+    return await runCommand(run, services);
   } finally {
     leave();
   }
@@ -86,7 +99,7 @@ async function processPlace(processes: AdmissionGate, signal: AbortSignal): Prom
   return undefined;
 }
 
-function runCommand(run: DetachedRun<ExecConfig>, secrets: PluginSecrets): Promise<DetachedOutcome> {
+function runCommand(run: DetachedRun<ExecConfig>, { secrets, groups }: RunServices): Promise<DetachedOutcome> {
   const { config, output } = run;
   const context = JSON.stringify(run.context);
   const oversized = Buffer.byteLength(context) > MAX_ARGUMENT_BYTES;
@@ -106,7 +119,7 @@ function runCommand(run: DetachedRun<ExecConfig>, secrets: PluginSecrets): Promi
       child = spawn(file, args, {
         cwd: config.cwd,
         env: {
-          PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+          PATH: gatewayPath(),
           ...configuredEnv(config, secrets),
           ...(places.variable !== undefined && { [CONTEXT_VARIABLE]: places.variable }),
           TKGATE_RUN_ID: run.runId,
@@ -120,6 +133,7 @@ function runCommand(run: DetachedRun<ExecConfig>, secrets: PluginSecrets): Promi
       return;
     }
     const pid = child.pid;
+    if (pid) groups.watch(pid);
     const stdout: Buffer[] = [];
     let kept = 0;
     let timedOut = false;
@@ -154,10 +168,16 @@ function runCommand(run: DetachedRun<ExecConfig>, secrets: PluginSecrets): Promi
       child.stdin!.end(places.stdin);
     }
     child.once('error', (err) => (spawnError = err));
-    child.once('exit', () => pid && killGroup(pid));
+    let drain: NodeJS.Timeout | undefined;
+    child.once('exit', () => {
+      if (pid) killGroup(pid);
+      drain = closePipesSoon(child);
+    });
     child.once('close', (code, signal) => {
+      if (pid) groups.unwatch(pid);
       clearTimeout(timer);
       clearTimeout(killer);
+      clearTimeout(drain);
       run.signal.removeEventListener('abort', onStop);
       printed.end();
       complained.end();
@@ -179,7 +199,7 @@ const DRY_RUN_TIMEOUT_MS = 300_000;
  * Runs an endpoint's `approval.dry_run` as a run of its own: the endpoint's environment, working directory and
  * context placement, the dry run's command; what it prints (masked as a run's output is) kept up to `maxOutputBytes`.
  */
-export async function dryRunCommand(run: DryRun<ExecConfig>, secrets: PluginSecrets, processes: AdmissionGate): Promise<DryRunOutcome> {
+export async function dryRunCommand(run: DryRun<ExecConfig>, services: RunServices): Promise<DryRunOutcome> {
   const parts: Buffer[] = [];
   let kept = 0;
   const output: OutputSink = {
@@ -194,8 +214,7 @@ export async function dryRunCommand(run: DryRun<ExecConfig>, secrets: PluginSecr
   const config: ExecConfig = { ...run.config, command, max_output_bytes: run.maxOutputBytes, timeout: Math.min(timeoutOf(run.config), DRY_RUN_TIMEOUT_MS) };
   const outcome = await runDetachedCommand(
     { config, context: run.context, runId: run.runId, requestId: '', endpoint: run.endpoint, log: run.log, output, signal: run.signal, graceMs: () => 1_000 },
-    secrets,
-    processes, // a dry run is a process as a run is: it waits for a place of max_processes
+    services, // a dry run is a process as a run is: it waits for a place of max_processes
   );
   return { status: outcome.status, ...(outcome.exitCode !== undefined ? { exitCode: outcome.exitCode } : {}), output: Buffer.concat(parts).toString('utf8') };
 }

@@ -69,20 +69,66 @@ const CONTEXT_ALLOWANCE_BYTES = 4096;
 export const MAX_ARGUMENT_BODY_BYTES = MAX_ARGUMENT_BYTES - CONTEXT_ALLOWANCE_BYTES;
 
 /**
- * `tkgate config check`'s advice: an endpoint that accepts bodies larger than its command's argument can
- * take answers them 413 context_too_large; a warning, since smaller requests work.
+ * `tkgate config check`'s advice, for what loads but fails when called: a program that is not on this machine
+ * (a bare name not found on the command's PATH, a string command without /bin/sh), and an endpoint that accepts
+ * bodies larger than its command's argument can take (413 context_too_large; smaller requests work). A program
+ * given by path that is not executable is refused at load (checkExecEndpoint).
  */
 export function warnExecEndpoint(config: ExecConfig, env: WarnEnvironment): ConfigIssue[] {
-  if (config.stdin || !limitedBySize(config) || env.maxBodyBytes <= MAX_ARGUMENT_BODY_BYTES) return [];
-  return [
-    {
-      path: [],
-      message:
-        `accepts bodies of up to ${env.maxBodyBytes} bytes, but its context goes to the command as one ${config.context === 'env' ? 'environment variable' : 'argument'} (at most ${MAX_ARGUMENT_BYTES} bytes on Linux): ` +
-        `larger requests are answered 413 context_too_large; set client_filter.max_body_bytes to at most ${MAX_ARGUMENT_BODY_BYTES}, or context: stdin`,
-    },
-  ];
+  const issues = missingProgram(config);
+  if (config.stdin || !limitedBySize(config) || env.maxBodyBytes <= MAX_ARGUMENT_BODY_BYTES) return issues;
+  issues.push({
+    path: [],
+    message:
+      `accepts bodies of up to ${env.maxBodyBytes} bytes, but its context goes to the command as one ${config.context === 'env' ? 'environment variable' : 'argument'} (at most ${MAX_ARGUMENT_BYTES} bytes on Linux): ` +
+      `larger requests are answered 413 context_too_large; set client_filter.max_body_bytes to at most ${MAX_ARGUMENT_BODY_BYTES}, or context: stdin`,
+  });
+  return issues;
 }
+
+/** A string command's program (the context is its "$1"). */
+const SHELL = '/bin/sh';
+
+/** What a call of a program that is not here answers, and what to do (docs/operating.md, the container image). */
+const NOT_HERE = 'calls will fail with 500 exec_failed (spawn_failed); install it (for the container image: a derived image) or give its path';
+
+function missingProgram(config: ExecConfig): ConfigIssue[] {
+  if (!Array.isArray(config.command)) {
+    if (executable(SHELL)) return [];
+    return [
+      { path: ['command'], message: `a string command runs under ${SHELL}, which this machine does not have: ${NOT_HERE}, or give the command as a list` },
+    ];
+  }
+  const program = config.command[0]!;
+  if (program.includes('/')) return [];
+  const searched = commandPath(config);
+  if (searched === undefined) return []; // a PATH kept as a secret: known only when the command runs
+  const base = config.cwd ?? process.cwd();
+  if (searched.split(':').some((dir) => executable(path.resolve(base, dir || '.', program)))) return [];
+  return [{ path: ['command', 0], message: `${program} is not found on PATH (${searched}): ${NOT_HERE}` }];
+}
+
+const executable = (file: string): boolean => {
+  try {
+    accessSync(file, constants.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The PATH a command gets: env.PATH when the endpoint sets it (undefined when that is a secret), else the
+ * gateway's own.
+ */
+function commandPath(config: ExecConfig): string | undefined {
+  const configured = config.env.PATH;
+  if (configured !== undefined) return isSecretReference(configured) ? undefined : configured;
+  return gatewayPath();
+}
+
+/** The gateway's PATH, which commands get unless their env sets one. */
+export const gatewayPath = (): string => process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
 
 /** Linux bounds one argument and one environment string alike (MAX_ARG_STRLEN): the context in either must fit. */
 export const limitedBySize = (config: ExecConfig) => config.context === 'argument' || config.context === 'env';
@@ -91,7 +137,7 @@ export const limitedBySize = (config: ExecConfig) => config.context === 'argumen
 export function argv(config: ExecConfig, contextArgument: string | undefined): [string, string[]] {
   const extra = contextArgument === undefined ? [] : [contextArgument];
   if (Array.isArray(config.command)) return [config.command[0]!, [...config.command.slice(1), ...extra]];
-  return ['/bin/sh', ['-c', config.command, 'sh', ...extra]];
+  return [SHELL, ['-c', config.command, 'sh', ...extra]];
 }
 
 /** Where the context goes for this run: the argument, stdin and TKGATE_CONTEXT, each when the endpoint says so. */
@@ -177,7 +223,7 @@ export async function runExecEndpoint(call: EndpointCall<ExecConfig>, services: 
           cwd: config.cwd,
           env: withTrace(
             {
-              PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+              PATH: gatewayPath(),
               ...configuredEnv(config, services.secrets),
               ...(places.variable !== undefined && { [CONTEXT_VARIABLE]: places.variable }),
             },

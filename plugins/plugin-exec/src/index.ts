@@ -3,7 +3,7 @@ import { execConfigSchema, execOptionsSchema, type ExecConfig } from './exec-con
 import { checkExecEndpoint, runExecEndpoint, warnExecEndpoint, type ExecServices } from './exec-endpoint.js';
 import { makeGatewayNotDumpable } from './not-dumpable.js';
 import { SpawnPool } from './spawn-pool.js';
-import { dryRunCommand, execPlan, runDetachedCommand } from './detached-run.js';
+import { dryRunCommand, execPlan, runDetachedCommand, type RunServices } from './detached-run.js';
 import { chooseLauncher } from './spawner.js';
 
 /** The error codes this type answers with besides core's (docs/errors.md is generated from them). */
@@ -42,6 +42,7 @@ const plugin: TkgatePlugin = {
       run: (spec) => pool.run(spec),
       secrets: api.secrets,
     };
+    const runServices: RunServices = { secrets: api.secrets, processes: globalGate, groups: pool };
     const exec: EndpointType<ExecConfig> = {
       type: 'exec',
       configSchema: execConfigSchema,
@@ -50,8 +51,8 @@ const plugin: TkgatePlugin = {
       execute: (call) => runExecEndpoint(call, services),
       // Runs count against max_processes as calls do: an instance claims a run only where a place is free.
       detached: (config) => execPlan(config, () => parsed.max_processes - globalGate.running),
-      runDetached: (run) => runDetachedCommand(run, api.secrets, globalGate),
-      dryRun: (run) => dryRunCommand(run, api.secrets, globalGate),
+      runDetached: (run) => runDetachedCommand(run, runServices),
+      dryRun: (run) => dryRunCommand(run, runServices),
       audited: true,
       describeResponse: (config) => ({
         data: { description: 'The command\'s stdout parsed as JSON, or {"output": "<text>"} when it is not JSON.' },

@@ -1,10 +1,9 @@
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import type { Socket } from 'node:net';
 import type { Logger } from '@tkgate/core';
-import type { HelperEvents, HelperLink } from './helper-link.js';
+import { frameLink, type FrameCodec, type HelperEvents, type HelperLink } from './helper-link.js';
 import type { ProcessSpec } from './run-process.js';
-import type { HelperReply, HelperRequest, SerializedOutcome } from './spawn-helper.js';
+import type { SerializedOutcome } from './spawn-helper.js';
 
 /**
  * The native spawn helper (native/spawn-helper.c), talked to over fd 3 in length-prefixed frames; the
@@ -13,6 +12,8 @@ import type { HelperReply, HelperRequest, SerializedOutcome } from './spawn-help
 
 const REQ_RUN = 1;
 const REQ_ABORT = 2;
+const REQ_WATCH = 3;
+const REQ_UNWATCH = 4;
 const REP_HELLO = 0;
 const REP_STARTED = 1;
 const REP_DONE = 2;
@@ -59,11 +60,12 @@ function encodeRun(id: number, spec: RunSpec): Buffer {
   return frame;
 }
 
-function encodeAbort(id: number): Buffer {
+/** A frame of a type and a u32 alone: ABORT (a run id), WATCH and UNWATCH (a process group). */
+function encodeSmall(type: number, value: number): Buffer {
   const frame = Buffer.allocUnsafe(9);
   frame.writeUInt32LE(5, 0);
-  frame.writeUInt8(REQ_ABORT, 4);
-  frame.writeUInt32LE(id, 5);
+  frame.writeUInt8(type, 4);
+  frame.writeUInt32LE(value, 5);
   return frame;
 }
 
@@ -88,105 +90,26 @@ function decodeDone(frame: Buffer): SerializedOutcome {
   return { ok: false, reason, stderr };
 }
 
-/** Gathers the link's bytes into whole frames without copying a large frame more than once. */
-class FrameReader {
-  private chunks: Buffer[] = [];
-  private bytes = 0;
-  private need = 0;
-
-  constructor(private readonly onFrame: (frame: Buffer) => void) {}
-
-  push(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.bytes += chunk.length;
-    for (;;) {
-      if (this.need === 0) {
-        if (this.bytes < 4) return;
-        this.need = 4 + this.take(4, false).readUInt32LE(0);
-        if (this.need < 9 || this.need > MAX_REPLY) throw new Error(`a reply frame of ${this.need} bytes`);
-      }
-      if (this.bytes < this.need) return;
-      const frame = this.take(this.need, true);
-      this.need = 0;
-      this.onFrame(frame);
-    }
-  }
-
-  /** The first n bytes, removed from the queue when `consume`. */
-  private take(n: number, consume: boolean): Buffer {
-    const first = this.chunks[0]!;
-    const whole = first.length >= n ? first.subarray(0, n) : Buffer.concat(this.chunks, n);
-    if (!consume) return whole;
-    let left = n;
-    while (left > 0) {
-      const head = this.chunks[0]!;
-      if (head.length > left) {
-        this.chunks[0] = head.subarray(left);
-        left = 0;
-      } else {
-        this.chunks.shift();
-        left -= head.length;
-      }
-    }
-    this.bytes -= n;
-    return whole;
-  }
-}
-
-/** `sh` starts the helper in the background and exits, so it is re-parented to init (see node-link.ts). */
-export function launchNativeHelper(binary: string, events: HelperEvents, log: Logger): HelperLink {
-  const channel = spawn('/bin/sh', ['-c', 'exec "$0" </dev/null &', binary], {
-    stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
-    env: {},
-  });
-  const link = channel.stdio[3] as Socket;
-  let gone = false;
-  const end = () => {
-    if (gone) return;
-    gone = true;
-    events.gone();
-  };
-  channel.on('error', (err) => {
-    log.error('exec spawn helper could not start', { err });
-    end();
-  });
-  const reader = new FrameReader((frame) => {
+const codec: FrameCodec = {
+  minBytes: 9,
+  maxBytes: MAX_REPLY,
+  decode: (frame) => {
     const type = frame.readUInt8(4);
     const id = frame.readUInt32LE(5);
-    let reply: HelperReply | undefined;
-    if (type === REP_HELLO) reply = { type: 'hello', pid: frame.readUInt32LE(9) };
-    else if (type === REP_STARTED) reply = { type: 'started', id, pid: frame.readUInt32LE(9) };
-    else if (type === REP_DONE) reply = { type: 'done', id, outcome: decodeDone(frame) };
-    if (reply) events.reply(reply);
-  });
-  link.on('data', (chunk: Buffer) => {
-    try {
-      reader.push(chunk);
-    } catch (err) {
-      // A frame this side cannot read: the helper is not to be trusted further, so it is treated as dead.
-      log.error('exec spawn helper sent a malformed frame', { err });
-      link.destroy();
-    }
-  });
-  // The link's end is the helper's end (sh, the other holder of fd 3, exits at once).
-  link.on('error', () => undefined);
-  link.once('close', end);
-  const write = (frame: Buffer) => {
-    if (!link.destroyed && link.writable) link.write(frame);
-  };
-  return {
-    send: (message: HelperRequest) => {
-      if (message.type === 'abort') return write(encodeAbort(message.id));
-      let frame: Buffer;
-      try {
-        frame = encodeRun(message.id, message.spec);
-      } catch (err) {
-        const outcome: SerializedOutcome = { ok: false, reason: 'spawn_failed', stderr: '', cause: (err as Error).message };
-        queueMicrotask(() => events.reply({ type: 'done', id: message.id, outcome }));
-        return;
-      }
-      write(frame);
-    },
-    close: () => link.end(),
-  };
+    if (type === REP_HELLO) return { type: 'hello', pid: frame.readUInt32LE(9) };
+    if (type === REP_STARTED) return { type: 'started', id, pid: frame.readUInt32LE(9) };
+    if (type === REP_DONE) return { type: 'done', id, outcome: decodeDone(frame) };
+    return undefined;
+  },
+  encode: (message) => {
+    if (message.type === 'run') return encodeRun(message.id, message.spec);
+    if (message.type === 'abort') return encodeSmall(REQ_ABORT, message.id);
+    return encodeSmall(message.type === 'watch' ? REQ_WATCH : REQ_UNWATCH, message.pgid);
+  },
+};
+
+/** The helper is its own launcher: it forks, and its first process exits (helper-link.ts, frameLink). */
+export function launchNativeHelper(binary: string, events: HelperEvents, log: Logger): HelperLink {
+  const launcher = spawn(binary, [], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'], env: {} });
+  return frameLink(launcher, codec, events, log);
 }

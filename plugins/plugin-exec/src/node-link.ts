@@ -1,36 +1,37 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { deserialize, serialize } from 'node:v8';
 import type { Logger } from '@tkgate/core';
-import type { HelperEvents, HelperLink } from './helper-link.js';
+import { framed } from './frames.js';
+import { frameLink, type FrameCodec, type HelperEvents, type HelperLink } from './helper-link.js';
 import type { HelperReply } from './spawn-helper.js';
 
 const helperScript = fileURLToPath(new URL('./spawn-helper.js', import.meta.url));
 
 /**
- * How a helper starts: `sh` starts it in the background and exits at once, so the helper is re-parented to
- * init (or the nearest subreaper) and the gateway is no ancestor of any command. Its environment is empty
- * but for Node's IPC channel variables, and no argument names the gateway's pid; the IPC channel (fd 3)
- * passes through sh to it.
+ * The launcher, a Node process of its own (no shell: the image has none): it starts the helper in a session of
+ * its own with the link (requests on fd 3, replies on fd 4) and an empty environment, and exits
+ * (helper-link.ts, frameLink).
  */
-const LAUNCH = ['-c', 'exec "$0" "$@" </dev/null &', process.execPath, '--max-old-space-size=64', helperScript];
+const LAUNCHER =
+  "require('node:child_process').spawn(process.argv[1], process.argv.slice(2), { detached: true, stdio: ['ignore', 'inherit', 'inherit', 3, 4], env: {} }).unref()";
 
-/** A Node spawn helper (spawn-helper.ts), talked to over Node's IPC channel. */
+/** The largest frame either way: a reply with 1 GiB of stdout (as the native helper's most) and its stderr. */
+export const MAX_NODE_FRAME = 1024 * 1024 * 1024 + 64 * 1024;
+
+/** Messages are V8's serialization (as Node's advanced IPC): a command's stdout travels as bytes. */
+const codec: FrameCodec = {
+  minBytes: 5,
+  maxBytes: MAX_NODE_FRAME,
+  decode: (frame) => deserialize(frame.subarray(4)) as HelperReply,
+  encode: (message) => framed(serialize(message)),
+};
+
+/** A Node spawn helper (spawn-helper.ts). */
 export function launchNodeHelper(events: HelperEvents, log: Logger): HelperLink {
-  // Binary outputs travel as bytes (structured clone), not as JSON-escaped strings on the helper's heap.
-  const channel = spawn('/bin/sh', LAUNCH, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: {}, serialization: 'advanced' });
-  channel.on('error', (err) => {
-    log.error('exec spawn helper could not start', { err });
-    if (!channel.connected) events.gone();
+  const launcher = spawn(process.execPath, ['-e', LAUNCHER, '--', process.execPath, '--max-old-space-size=64', helperScript], {
+    stdio: ['ignore', 'inherit', 'inherit', 'pipe', 'pipe'],
+    env: {},
   });
-  channel.on('message', (reply: HelperReply) => events.reply(reply));
-  // sh exits at once; the helper's end is the end of its IPC channel.
-  channel.once('disconnect', () => events.gone());
-  return {
-    send: (message) => {
-      if (channel.connected) channel.send(message);
-    },
-    close: () => {
-      if (channel.connected) channel.disconnect();
-    },
-  };
+  return frameLink(launcher, codec, events, log, 4);
 }

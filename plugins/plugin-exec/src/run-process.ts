@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { killGroup, killMarkedAndWait } from './process-groups.js';
 
@@ -7,6 +7,12 @@ export const RUN_MARK_VARIABLE = 'TKGATE_EXEC_RUN';
 
 /** Linux's limit on one argument (MAX_ARG_STRLEN, 32 pages), including its terminating NUL. */
 export const MAX_ARGUMENT_BYTES = 131_072 - 1;
+/**
+ * How long a command's pipes are read after it exited (or was killed) before they are closed: what it wrote is
+ * in them already; a process it left that holds them (a daemon with the command's stdout) must not hold the
+ * run open (docs/toolkits.md).
+ */
+export const PIPE_DRAIN_MS = 500;
 /** How much of stderr is kept for the log. */
 const STDERR_KEPT_BYTES = 16_384;
 
@@ -79,15 +85,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       stopped ??= why;
       killOwnGroup();
     };
-    const timer = setTimeout(() => {
-      stop('timeout');
-      // Exited, yet something outside its group (a daemon) holds the pipes: stop waiting for their end, as
-      // the native helper does, rather than leave the run to the gateway's deadline.
-      if (child.exitCode !== null || child.signalCode !== null) {
-        child.stdout!.destroy();
-        child.stderr!.destroy();
-      }
-    }, spec.timeoutMs);
+    const timer = setTimeout(() => stop('timeout'), spec.timeoutMs);
     const onAbort = () => stop('aborted');
     spec.signal.addEventListener('abort', onAbort, { once: true });
     if (spec.signal.aborted) stop('aborted');
@@ -106,9 +104,14 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       child.stdin!.end(spec.stdin);
     }
     child.once('error', (err) => (spawnError = err));
-    child.once('exit', killTree);
+    let drain: NodeJS.Timeout | undefined;
+    child.once('exit', () => {
+      killTree();
+      drain = closePipesSoon(child);
+    });
     child.once('close', async (code, signal) => {
       clearTimeout(timer);
+      clearTimeout(drain);
       spec.signal.removeEventListener('abort', onAbort);
       await treeKilled;
       if (spawnError) resolve({ ok: false, reason: 'spawn_failed', stderr, cause: spawnError });
@@ -118,4 +121,20 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
       else resolve({ ok: true, stdout: stdout.length === 1 ? stdout[0]! : Buffer.concat(stdout, stdoutBytes), stderr });
     });
   });
+}
+
+/**
+ * Once the command has exited: its pipes are read for PIPE_DRAIN_MS more, then closed, whoever else holds them.
+ * The close waits for one more turn of the event loop (setImmediate runs after its poll phase), so that what is
+ * already in a pipe is read even when the loop was too busy to read it before the timer fired.
+ */
+export function closePipesSoon(child: ChildProcess): NodeJS.Timeout {
+  return setTimeout(
+    () =>
+      setImmediate(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      }),
+    PIPE_DRAIN_MS,
+  );
 }

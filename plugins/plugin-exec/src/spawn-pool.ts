@@ -37,16 +37,28 @@ interface Helper {
 }
 
 /**
- * Spawn helpers (the native one, or spawn-helper.ts over IPC: spawner.ts chooses), each taking runs; a run
+ * Process groups the gateway starts itself (a run's command, which streams its output to the gateway): while
+ * one is watched, the spawn helpers, which outlive the gateway by a moment, kill it if the gateway dies.
+ */
+export interface GroupWatch {
+  watch(pgid: number): void;
+  unwatch(pgid: number): void;
+}
+
+/**
+ * Spawn helpers (the native one, or spawn-helper.ts: spawner.ts chooses), each taking runs; a run
  * goes to the helper with the fewest in flight. They start with the first run (a gateway without exec
  * endpoints, or `tkgate config check`, never forks them). A helper that dies is replaced (at once, or with
  * the next run if it died as it started); its runs' process groups are killed, and each run fails as
  * spawn_failed only once its group is gone, so the admission places it held are freed only when nothing
  * of it still runs. The gateway keeps its own deadline on every run (its timeout + STALL_MARGIN_MS): a
- * helper that has not answered by then is stalled, and is killed with all it started and replaced.
+ * helper that has not answered by then is stalled, and is killed with all it started and replaced. Runs'
+ * process groups (GroupWatch) start the helpers too, and are told to each one, a replacement as well.
  */
-export class SpawnPool {
+export class SpawnPool implements GroupWatch {
   private readonly helpers: Helper[] = [];
+  /** Process groups of runs (watch), sent to every helper, a new one too. */
+  private readonly watched = new Set<number>();
   private nextId = 1;
   private closing = false;
   private sweeper: NodeJS.Timeout | undefined;
@@ -58,8 +70,7 @@ export class SpawnPool {
   ) {}
 
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
-    this.replaceDeadHelpers();
-    while (this.helpers.length < this.size) this.helpers.push(this.startHelper());
+    this.fill();
     this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
     const helper = this.helpers.reduce((best, candidate) => (candidate.runs.size < best.runs.size ? candidate : best));
     const id = this.nextId;
@@ -81,6 +92,18 @@ export class SpawnPool {
     });
   }
 
+  /** The process group of a run the gateway started itself: every helper kills it if the gateway goes away. */
+  watch(pgid: number): void {
+    this.fill();
+    this.watched.add(pgid);
+    for (const helper of this.helpers) this.send(helper, { type: 'watch', pgid });
+  }
+
+  unwatch(pgid: number): void {
+    if (!this.watched.delete(pgid)) return;
+    for (const helper of this.helpers) this.send(helper, { type: 'unwatch', pgid });
+  }
+
   close(): void {
     this.closing = true;
     clearInterval(this.sweeper);
@@ -99,6 +122,12 @@ export class SpawnPool {
     }
   }
 
+  /** Dead helpers replaced, and the pool full (a helper that died as it started is replaced only here). */
+  private fill(): void {
+    this.replaceDeadHelpers();
+    while (this.helpers.length < this.size) this.helpers.push(this.startHelper());
+  }
+
   private send(helper: Helper, message: HelperRequest): void {
     helper.link?.send(message);
   }
@@ -106,6 +135,7 @@ export class SpawnPool {
   private startHelper(): Helper {
     const helper: Helper = { runs: new Map(), gone: false, startedAt: Date.now() };
     helper.link = this.launch({ reply: (reply) => this.receive(helper, reply), gone: () => this.helperGone(helper) });
+    for (const pgid of this.watched) this.send(helper, { type: 'watch', pgid });
     return helper;
   }
 
