@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { dialects } from '../support/databases.js';
@@ -7,6 +7,7 @@ import { alive, scriptWriter } from '../support/executables.js';
 import { call, toolkitClient } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
 import { withGateway } from '../support/suite.js';
+import { argvOf } from './helper-processes.js';
 import { toolkitDir } from '../support/toolkit-files.js';
 
 const script = scriptWriter('tkgate-background-bin-');
@@ -25,17 +26,22 @@ const ops = {
   type: 'app',
   endpoints: [
     { path: 'start', method: 'POST', type: 'exec', run: 'async', command: [startsAndExits], context: 'none', env: { PID_DIR: pidDir }, max_concurrency: 1 },
-    { path: 'stay', method: 'POST', type: 'exec', run: 'async', command: [startsAndStays], context: 'none', env: { PID_DIR: pidDir }, timeout: '2s' },
+    { path: 'stay', method: 'POST', type: 'exec', run: 'async', command: [startsAndStays], context: 'none', env: { PID_DIR: pidDir } },
+    { path: 'stay-1s', method: 'POST', type: 'exec', run: 'async', command: [startsAndStays], context: 'none', env: { PID_DIR: pidDir }, timeout: '1s' },
     { path: 'call', method: 'GET', type: 'exec', command: [startsAndExits], context: 'none', env: { PID_DIR: pidDir } },
-    { path: 'call-stays', method: 'GET', type: 'exec', command: [startsAndStays], context: 'none', env: { PID_DIR: pidDir }, timeout: '2s' },
+    { path: 'call-stays', method: 'GET', type: 'exec', command: [startsAndStays], context: 'none', env: { PID_DIR: pidDir }, timeout: '1s' },
   ],
 };
+
+/** Whether the process is still the daemon (its pid not yet reused by another). */
+const isDaemon = (pid: number) => alive(pid) && argvOf(pid)?.join(' ') === 'sleep 120';
 
 /** The daemons the commands started, killed once each test is done (they are no run's any more: docs/runs.md). */
 function killDaemons(): void {
   for (const name of readdirSync(pidDir)) {
     const text = readFileSync(path.join(pidDir, name), 'utf8').trim();
-    if (/^\d+$/.test(text) && alive(Number(text))) process.kill(Number(text), 'SIGKILL');
+    if (/^\d+$/.test(text) && isDaemon(Number(text))) process.kill(Number(text), 'SIGKILL');
+    rmSync(path.join(pidDir, name));
   }
 }
 
@@ -80,7 +86,7 @@ for (const dialect of dialects) {
     });
 
     it('ends a running run at its timeout, whatever its daemon holds', async () => {
-      const run = await ended(await started('stay'));
+      const run = await ended(await started('stay-1s'));
       expect(run).to.deep.include({ status: 'timed_out', reason: 'timeout' });
     });
 

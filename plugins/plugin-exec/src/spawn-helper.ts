@@ -39,8 +39,10 @@ function reply(message: HelperReply): void {
   const payload = serialize(message);
   const length = Buffer.allocUnsafe(4);
   length.writeUInt32LE(payload.length, 0);
+  replies.cork(); // one writev for both
   replies.write(length);
   replies.write(payload);
+  replies.uncork();
 }
 
 function receive(message: HelperRequest): void {
