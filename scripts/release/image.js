@@ -2,13 +2,22 @@
 // built first when missing), with podman (Debian's package) and no network: the Containerfile at the root starts
 // FROM scratch, and this script makes its build context, a root file system holding the unpacked release in
 // /opt/tkgate, the shared libraries its ELF files link to (found with ldd, copied from this machine, as the
-// release's own Node runtime was), /etc/passwd and /etc/group with the non-root user tkgate (10001), /tmp and
-// the configuration in /etc/tkgate. Tags tkgate:<version> and writes build/release/tkgate-<version>-oci.tar.
-// Podman's storage is kept under build/release/image/ (vfs driver: works without overlay or cgroups).
+// release's own Node runtime was), /etc/passwd and /etc/group with the non-root user tkgate (10001), /tmp,
+// Debian's tini as PID 1 (it reaps what commands of exec endpoints leave) and the configuration in /etc/tkgate.
+// Tags tkgate:<version> and writes build/release/tkgate-<version>-oci.tar. Podman's storage is kept under
+// build/release/image/podman (vfs driver: works without overlay or cgroups), its run root in a short directory
+// of /tmp (podman refuses a long one).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+/** A failed step is one line naming it (the tool's own output came before it), never a stack trace. */
+class BuildFailure extends Error {}
+process.on('uncaughtException', (err) => {
+  process.stderr.write(`npm run image: ${err instanceof BuildFailure ? err.message : `failed: ${err.message}`}\n`);
+  process.exit(1);
+});
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const { version } = JSON.parse(readFileSync(path.join(root, 'packages/cli/package.json'), 'utf8'));
@@ -22,10 +31,20 @@ const archive = path.join(outDir, `tkgate-${version}-oci.tar`);
 const tag = `tkgate:${version}`;
 const UID = 10001;
 
-const run = (command, args, options = {}) => execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], ...options });
+/** Runs a tool; `what` names the step in the failure's line (default: the command's name). */
+const run = (command, args, { what = path.basename(command), ...options } = {}) => {
+  try {
+    return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], ...options });
+  } catch (err) {
+    if (err.code === 'ENOENT') throw new BuildFailure(`${what}: ${command} is not installed`);
+    throw new BuildFailure(`${what} ${err.status != null ? `exited ${err.status}` : `was killed (${err.signal})`}; its output is above`);
+  }
+};
+/** Tini, the init the image runs as PID 1: Debian's static build, copied as the shared libraries are. */
+const TINI = '/usr/bin/tini-static';
 
 if (!existsSync(tarball) || process.argv.includes('--rebuild'))
-  run(process.execPath, [path.join(root, 'scripts/release/build.js'), '--no-deb'], { stdio: 'inherit' });
+  run(process.execPath, [path.join(root, 'scripts/release/build.js'), '--no-deb'], { stdio: 'inherit', what: 'the release build (scripts/release/build.js)' });
 const tool = ['podman', 'buildah'].find((candidate) => {
   try {
     run(candidate, ['--version']);
@@ -34,14 +53,19 @@ const tool = ['podman', 'buildah'].find((candidate) => {
     return false;
   }
 });
-if (!tool) throw new Error('npm run image needs podman or buildah (Debian: apt-get install podman buildah)');
+if (!tool) throw new BuildFailure('needs podman or buildah (Debian: apt-get install podman buildah)');
+if (!existsSync(TINI)) throw new BuildFailure(`needs ${TINI}, the init the image runs as PID 1 (Debian: apt-get install tini)`);
 
 rmSync(context, { recursive: true, force: true });
-for (const dir of ['opt', 'etc/tkgate/toolkits', 'tmp', 'usr/local/bin', 'var/lib']) mkdirSync(path.join(rootfs, dir), { recursive: true });
+for (const dir of ['opt', 'etc/tkgate/toolkits', 'tmp', 'usr/bin', 'usr/local/bin', 'usr/share/doc/tini', 'var/lib'])
+  mkdirSync(path.join(rootfs, dir), { recursive: true });
 mkdirSync(path.join(context, 'data'), { recursive: true });
 chmodSync(path.join(rootfs, 'tmp'), 0o1777);
 run('tar', ['-xzf', tarball, '-C', path.join(rootfs, 'opt')]);
-execFileSync('mv', [path.join(rootfs, 'opt', name), path.join(rootfs, 'opt/tkgate')]);
+run('mv', [path.join(rootfs, 'opt', name), path.join(rootfs, 'opt/tkgate')]);
+copyFileSync(TINI, path.join(rootfs, 'usr/bin/tini'));
+chmodSync(path.join(rootfs, 'usr/bin/tini'), 0o755);
+copyFileSync('/usr/share/doc/tini/copyright', path.join(rootfs, 'usr/share/doc/tini/copyright'));
 
 /** ELF files of the release: the Node runtime, native modules, the exec spawn helper. */
 function elfFiles(dir) {
@@ -76,10 +100,22 @@ writeFileSync(path.join(rootfs, 'etc/group'), `root:x:0:\ntkgate:x:${UID}:\n`);
 // Host names (a database Service's name) through /etc/hosts and DNS; glibc has both built in since 2.34.
 writeFileSync(path.join(rootfs, 'etc/nsswitch.conf'), 'passwd: files\ngroup: files\nhosts: files dns\n');
 copyFileSync(path.join(root, 'scripts/release/files/image/config.yaml'), path.join(rootfs, 'etc/tkgate/config.yaml'));
-execFileSync('ln', ['-s', '/opt/tkgate/bin/tkgate', path.join(rootfs, 'usr/local/bin/tkgate')]);
+run('ln', ['-s', '/opt/tkgate/bin/tkgate', path.join(rootfs, 'usr/local/bin/tkgate')]);
 copyFileSync(path.join(root, 'Containerfile'), path.join(context, 'Containerfile'));
 
-const storage = ['--root', path.join(work, 'storage'), '--runroot', path.join(work, 'run'), '--storage-driver', 'vfs'];
+// Podman keeps sockets and locks in its run root, whose path it limits (50 bytes), and records it and the
+// storage's own path with the storage, refusing others later: the run root is a short directory in /tmp named
+// after the storage directory (its device and inode), and a storage left at another path (the checkout was
+// moved) is dropped, as is that of builds that kept their run root in the checkout (image/storage, image/run).
+const storageDir = path.join(work, 'podman');
+const storedAt = path.join(storageDir, 'tkgate-storage-path');
+if (existsSync(storedAt) && readFileSync(storedAt, 'utf8') !== storageDir) rmSync(storageDir, { recursive: true, force: true });
+for (const old of ['storage', 'run']) rmSync(path.join(work, old), { recursive: true, force: true });
+mkdirSync(storageDir, { recursive: true });
+writeFileSync(storedAt, storageDir);
+const { dev, ino } = statSync(storageDir);
+const runRoot = path.join('/tmp', `tkgate-podman-${dev.toString(36)}-${ino.toString(36)}`);
+const storage = ['--root', storageDir, '--runroot', runRoot, '--storage-driver', 'vfs'];
 const revision = (() => {
   try {
     return run('git', ['-C', root, 'rev-parse', 'HEAD']).trim();
@@ -90,13 +126,11 @@ const revision = (() => {
 const buildArgs = ['--build-arg', `VERSION=${version}`, '--build-arg', `REVISION=${revision}`, '--build-arg', `CREATED=${new Date().toISOString()}`];
 // No RUN step: nothing is executed in a container, so no cgroups or network are needed.
 const common = ['--pull=never', '--isolation', 'chroot', '-f', path.join(context, 'Containerfile'), ...buildArgs];
-if (tool === 'podman') run('podman', [...storage, 'build', ...common, '--format', 'oci', '-t', tag, context], { stdio: 'inherit' });
-else run('buildah', [...storage, 'build', ...common, '--format', 'oci', '-t', tag, context], { stdio: 'inherit' });
+run(tool, [...storage, 'build', ...common, '--format', 'oci', '-t', tag, context], { stdio: 'inherit', what: `${tool} build` });
 rmSync(archive, { force: true });
-run(tool === 'podman' ? 'podman' : 'buildah', [
-  ...storage,
-  ...(tool === 'podman' ? ['save', '--format', 'oci-archive', '-o', archive, tag] : ['push', tag, `oci-archive:${archive}:${tag}`]),
-]);
+run(tool, [...storage, ...(tool === 'podman' ? ['save', '--format', 'oci-archive', '-o', archive, tag] : ['push', tag, `oci-archive:${archive}:${tag}`])], {
+  what: `${tool} ${tool === 'podman' ? 'save' : 'push'}`,
+});
 // A rebuild leaves the previous image's layers untagged: only the tagged one is kept (vfs stores layers whole).
-run(tool, [...storage, ...(tool === 'podman' ? ['image', 'prune', '--force'] : ['rmi', '--prune'])]);
+run(tool, [...storage, ...(tool === 'podman' ? ['image', 'prune', '--force'] : ['rmi', '--prune'])], { what: `${tool} prune` });
 process.stdout.write(`${archive} (${tag})\n`);
