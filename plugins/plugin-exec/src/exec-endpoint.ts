@@ -89,7 +89,7 @@ export function warnExecEndpoint(config: ExecConfig, env: WarnEnvironment): Conf
 /** A string command's program (the context is its "$1"). */
 const SHELL = '/bin/sh';
 
-/** What a call of a program that is not here answers, and what to do (docs/operating.md, the container image). */
+/** What a call of a program that is not here answers, and what to do (docs/operating.md, "Commands in the container image"). */
 const NOT_HERE = 'calls will fail with 500 exec_failed (spawn_failed); install it (for the container image: a derived image) or give its path';
 
 function missingProgram(config: ExecConfig): ConfigIssue[] {
