@@ -21,14 +21,33 @@ const jobs = process.env.TKGATE_TEST_JOBS ?? '2';
 // Both passes' failures, one line each, printed again at the very end (scripts/spec-with-recap.cjs).
 const recap = 'build/test-failures.txt';
 rmSync(recap, { force: true });
-const mocha = (args) =>
+// Each file's wall time (scripts/file-durations.cjs), the slowest named at the end: CI's time budget is spent there.
+const durations = 'build/test-durations.txt';
+rmSync(durations, { force: true });
+const mocha = (args, env = {}) =>
   spawnSync(process.execPath, ['node_modules/mocha/bin/mocha.js', '--reporter', './scripts/spec-with-recap.cjs', ...args], {
     stdio: 'inherit',
-    env: { ...process.env, TKGATE_TEST_RECAP: recap },
+    env: { ...process.env, TKGATE_TEST_RECAP: recap, ...env },
   }).status ?? 1;
 
-const parallelStatus = mocha(['--parallel', '--jobs', jobs, ...SERIAL.flatMap((pattern) => ['--ignore', pattern]), ALL]);
-const serialStatus = mocha(SERIAL);
+const parallelStatus = mocha(
+  ['--parallel', '--jobs', jobs, '--require', './scripts/file-durations.cjs', ...SERIAL.flatMap((pattern) => ['--ignore', pattern]), ALL],
+  { TKGATE_TEST_DURATIONS: durations },
+);
+const serialStatus = mocha(SERIAL, { TKGATE_TEST_FILE_TIMES: durations });
+if (existsSync(durations)) {
+  // A file of several top-level suites has a line at each one's end: its time is the longest.
+  const byFile = new Map();
+  for (const [ms, file] of readFileSync(durations, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => line.split('\t')))
+    byFile.set(file, Math.max(Number(ms), byFile.get(file) ?? 0));
+  const slowest = [...byFile].sort((a, b) => b[1] - a[1]).slice(0, 25);
+  process.stdout.write(
+    `\nThe slowest test files (wall time, hooks included):\n${slowest.map(([file, ms]) => `${(ms / 1000).toFixed(0).padStart(5)} s  ${file}`).join('\n')}\n`,
+  );
+}
 if (existsSync(recap)) {
   process.stdout.write(`\nFailures of both passes (parallel: exit ${parallelStatus}, serial: exit ${serialStatus}):\n${readFileSync(recap, 'utf8')}`);
 }

@@ -5,11 +5,25 @@
 // mocha loads a reporter with require(), so this one is CommonJS.
 /* eslint-disable @typescript-eslint/no-require-imports */
 const { appendFileSync } = require('node:fs');
+const path = require('node:path');
 const Mocha = require('mocha');
 
 class SpecWithRecap extends Mocha.reporters.Spec {
   constructor(runner, options) {
     super(runner, options);
+    // One file after another (npm test's serial pass), a file's wall time is seen here as it passes; in the parallel
+    // pass scripts/file-durations.cjs measures it in the worker instead.
+    const durations = process.env.TKGATE_TEST_FILE_TIMES;
+    if (durations) {
+      const started = new Map();
+      runner.on('suite', (suite) => {
+        if (suite.file && !started.has(suite.file)) started.set(suite.file, Date.now());
+      });
+      runner.on('suite end', (suite) => {
+        if (suite.file && suite.parent?.root)
+          appendFileSync(durations, `${Date.now() - started.get(suite.file)}\t${path.relative(process.cwd(), suite.file)}\n`);
+      });
+    }
     const recap = process.env.TKGATE_TEST_RECAP;
     if (!recap) return;
     runner.on('fail', (test, err) => {
