@@ -85,6 +85,12 @@ describe('server configuration', () => {
     ['the redis store without a url', { rate_limits: { store: 'redis' } }, {}, /rate_limits\.redis_url: must be set when rate_limits\.store is redis/],
     ['a redis_url that is not one', { rate_limits: { store: 'redis', redis_url: 'http://x' } }, {}, /rate_limits\.redis_url: must be empty or a URL/],
     ['an unknown on_store_failure', { rate_limits: { on_store_failure: 'ignore' } }, {}, /rate_limits\.on_store_failure: must be one of deny, allow/],
+    [
+      'a runs.lost_after shorter than three heartbeats',
+      { runs: { heartbeat: '2s', lost_after: '5s' } },
+      {},
+      /runs\.lost_after: must be at least 3 times runs\.heartbeat \(2s\)/,
+    ],
     ['a tracing.sample_ratio above 1', { tracing: { sample_ratio: 1.5 } }, {}, /tracing\.sample_ratio: must be a number from 0 to 1/],
     [
       'a tracing.endpoint that is not an http URL',

@@ -86,6 +86,21 @@ describe('deploy/kubernetes: the kustomize base', () => {
     expect(config.server.host).to.equal('0.0.0.0');
     expect(config.server.port).to.equal(8080);
   });
+
+  it("the grace period covers a whole stop: the preStop pause, shutdown_delay, the runs' drain and kill, in-flight requests", () => {
+    const dir = tempDir('tkgate-k8s-grace-');
+    const file = path.join(dir, 'config.yaml');
+    mkdirSync(path.join(dir, 'toolkits'));
+    const data = (find('ConfigMap', 'tkgate-config') as unknown as { data: Record<string, string> }).data;
+    writeFileSync(file, data['config.yaml']!.replace('/etc/tkgate/toolkits', path.join(dir, 'toolkits')));
+    const config = loadServerConfig({ file, cwd: dir, env: { TKGATE_DB_URL: 'postgres://tkgate:pw@db:5432/tkgate' } });
+    const pod = (find('Deployment', 'tkgate').spec as any).template.spec;
+    const preStopMs = pod.containers[0].lifecycle.preStop.sleep.seconds * 1000;
+    // A stop (packages/core/src/gateway.ts): shutdown_delay, then the runs' drain_timeout and cancel_grace, then up to
+    // 10 s for in-flight requests. Cut short, the kubelet's SIGKILL ends the draining runs lost, not gateway_stopped.
+    const stopMs = preStopMs + config.server.shutdown_delay_ms + config.runs.drain_timeout_ms + config.runs.cancel_grace_ms + 10_000;
+    expect(pod.terminationGracePeriodSeconds * 1000).to.be.greaterThan(stopMs);
+  });
 });
 
 /**

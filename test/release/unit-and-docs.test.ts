@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
+import { loadServerConfig } from '@tkgate/core';
 import { repoRoot } from '../support/paths.js';
 
 /** Settings of a systemd unit that set the no-new-privileges flag for a service with User= (seccomp filters), and the flag itself. */
@@ -41,5 +42,16 @@ describe("docs/operating.md's recipe for commands under another user fits the sh
     expect(dropIn, 'a drop-in next to the sudo recipe').not.to.equal(undefined);
     for (const name of forbidding) expect(dropIn!.get(name), name).to.equal('false');
     expect(dropIn!.get('AmbientCapabilities')).to.equal('CAP_KILL');
+  });
+});
+
+describe('the shipped systemd unit', () => {
+  it("gives a stop with the shipped configuration's settings the time it takes, so draining runs end as documented", () => {
+    const unit = settingsOf(readFileSync(path.join(repoRoot, 'docs/deploy/tkgate.service'), 'utf8'));
+    const config = loadServerConfig({ cwd: repoRoot, env: {} });
+    // A stop (packages/core/src/gateway.ts): shutdown_delay, then the runs' drain_timeout and cancel_grace, then up to
+    // 10 s for in-flight requests. Cut short, systemd's SIGKILL ends the draining runs lost, not gateway_stopped.
+    const stopMs = config.server.shutdown_delay_ms + config.runs.drain_timeout_ms + config.runs.cancel_grace_ms + 10_000;
+    expect(Number(unit.get('TimeoutStopSec')) * 1000).to.be.greaterThan(stopMs);
   });
 });

@@ -386,6 +386,13 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
   if (normalised.rate_limits.store === 'redis' && !normalised.rate_limits.redis_url) {
     throw new ConfigError('invalid configuration: rate_limits.redis_url: must be set when rate_limits.store is redis');
   }
+  // A run is lost when its heartbeat is older than lost_after: fewer than three heartbeats in that time, and one slow
+  // write (a database hiccup, a loaded host) ends a healthy run lost and starts the next run of its key beside it.
+  if (normalised.runs.lost_after_ms < 3 * normalised.runs.heartbeat_ms) {
+    throw new ConfigError(
+      `invalid configuration: runs.lost_after: must be at least 3 times runs.heartbeat (${normalised.runs.heartbeat_ms / 1000}s), so a run is not declared lost between two heartbeats`,
+    );
+  }
   if ((normalised.server.tls.cert === '') !== (normalised.server.tls.key === '')) {
     const missing = normalised.server.tls.cert === '' ? 'cert' : 'key';
     throw new ConfigError(`invalid configuration: server.tls.${missing}: must be set with server.tls.${missing === 'cert' ? 'key' : 'cert'} (both or neither)`);
