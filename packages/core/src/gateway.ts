@@ -12,7 +12,7 @@ import { describeDatabaseError } from './db/database-errors.js';
 import { migrateToLatest } from './db/migrate.js';
 import { openPreparedReads, type PreparedReads } from './db/prepared-reads.js';
 import { createListener } from './http/listener.js';
-import { serveUpgrades } from './http/upgrade.js';
+import { serveUpgrades } from './upgrade/upgrade-connection.js';
 import type { Logger } from './log.js';
 import { answerPrimaryScrapes } from './ops/cluster-metrics.js';
 import { reportRefusedWrites } from './ops/database-probe.js';

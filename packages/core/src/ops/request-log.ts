@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { GatewayContext, GatewayMiddleware } from '../http/context.js';
 import { clientAddress } from '../http/client-address.js';
-import { upgradeOf } from '../http/upgrade.js';
+import { upgradeOf } from '../upgrade/upgrade-connection.js';
 import { jsonString } from '../json/json-string.js';
 import { JsonMembers, type Logger } from '../log.js';
 import type { RequestTrace } from '../tracing/request-trace.js';
@@ -118,15 +118,23 @@ export function watchRequest(ctx: GatewayContext, record: RequestRecorder, trust
     });
   });
   // A WebSocket's handshake: answered in HTTP (401, 404, ...), it is logged as above; taken over, its response lets
-  // go of the socket (http/upgrade.ts) and never closes, and the line is written at the socket's close instead.
+  // go of the socket (upgrade/upgrade-connection.ts), finishes and never closes, and the line is written at the
+  // socket's close instead.
   const connection = upgradeOf(ctx.req);
   if (connection) {
-    connection.whenTakenOver = () => {
-      const socket = connection.socket as Duplex & { [TAKEN_OVER]?: TakenOverRequest };
-      socket[TAKEN_OVER] = new TakenOverRequest(ctx, clientAddress(ctx.req, trustProxy), started, socketBytesAtStart, record);
-      socket.on('close', recordTakenOver);
-    };
+    ctx.res.once('finish', () => {
+      if (connection.takenOver)
+        watchTakenOver(connection.socket, new TakenOverRequest(ctx, clientAddress(ctx.req, trustProxy), started, socketBytesAtStart, record));
+    });
   }
+}
+
+/** The access line of each socket taken over, until its close (a WeakMap: nothing stays with a socket gone). */
+const takenOverLines = new WeakMap<Duplex, TakenOverRequest>();
+
+function watchTakenOver(socket: Duplex, line: TakenOverRequest): void {
+  takenOverLines.set(socket, line);
+  socket.on('close', recordTakenOver);
 }
 
 /**
@@ -158,13 +166,11 @@ class TakenOverRequest {
     this.trace = ctx.state.trace;
   }
 }
-const TAKEN_OVER = Symbol('tkgate.takenOverRequest');
-
 /** One 'close' listener for every socket taken over (not a closure per socket): its access line and metrics. */
-function recordTakenOver(this: Duplex & { [TAKEN_OVER]?: TakenOverRequest }): void {
-  const taken = this[TAKEN_OVER];
+function recordTakenOver(this: Duplex): void {
+  const taken = takenOverLines.get(this);
   if (!taken) return;
-  this[TAKEN_OVER] = undefined;
+  takenOverLines.delete(this);
   const socket = this as Duplex & { bytesWritten?: number; bytesRead?: number };
   taken.record({
     method: taken.method,

@@ -7,8 +7,7 @@ import { clientAddress } from '../http/client-address.js';
 import type { GatewayContext } from '../http/context.js';
 import type { Stage } from '../http/stage.js';
 import type { Next } from 'koa';
-import type { ExecutingState } from './endpoint-call.js';
-import type { AuditDetailsCollected, PayloadFiltered } from './pipeline-state.js';
+import type { AuditDetailsCollected, ExecutingState, PayloadFiltered } from './pipeline-state.js';
 
 export interface AuditCallServices {
   trail: AuditTrail;

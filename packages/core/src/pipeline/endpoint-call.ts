@@ -1,15 +1,11 @@
 import type { Database } from '../db/connect.js';
 import { clientAddress } from '../http/client-address.js';
-import { upgradeOf } from '../http/upgrade.js';
-import type { GatewayContext, GatewayState } from '../http/context.js';
+import type { GatewayContext } from '../http/context.js';
 import { scopedLogger, type Logger } from '../log.js';
 import type { EndpointCall, EndpointIdentity, IncomingRequest, RequestContext, TraceContext, UpgradeCall } from '../plugins/plugin-api.js';
 import { forwardableHeaders } from './forwarded-headers.js';
 import { incomingRequest } from './incoming-request.js';
-import type { AuditDetailsCollected, ContextMade, EndpointFound } from './pipeline-state.js';
-
-/** The state step 9 runs on: the endpoint, and the request context after overwrite_wrapping. */
-export type ExecutingState = GatewayState & EndpointFound & ContextMade;
+import type { AuditDetailsCollected, ExecutingState } from './pipeline-state.js';
 
 export interface EndpointCallServices {
   db: Database;
@@ -61,6 +57,8 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
   constructor(
     private readonly ctx: GatewayContext<ExecutingState>,
     private readonly services: EndpointCallServices,
+    /** A WebSocket upgrade's connection, admitted by step 9 (upgrade/upgrades.ts). */
+    readonly upgrade: UpgradeCall | undefined,
   ) {
     const endpoint = ctx.state.endpoint;
     this.config = endpoint.typeConfig;
@@ -84,19 +82,6 @@ export class GatewayEndpointCall implements EndpointCall<unknown> {
 
   get incoming(): IncomingRequest {
     return incomingRequest(this.ctx, this.services.trustProxy);
-  }
-
-  get upgrade(): UpgradeCall | undefined {
-    const connection = upgradeOf(this.ctx.req);
-    const state = this.ctx.state as ExecutingState & { credentialEnd?: () => void };
-    return (
-      connection && {
-        request: this.ctx.req,
-        socket: connection.socket,
-        head: connection.head,
-        onCredentialEnd: (close) => (state.credentialEnd = close),
-      }
-    );
   }
 
   get signal(): AbortSignal {

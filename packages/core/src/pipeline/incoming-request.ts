@@ -1,9 +1,8 @@
 import type { TLSSocket } from 'node:tls';
 import type { GatewayContext } from '../http/context.js';
 import type { IncomingRequest } from '../plugins/plugin-api.js';
-import type { ExecutingState } from './endpoint-call.js';
 import { forwardableHeaders } from './forwarded-headers.js';
-import type { PayloadFiltered } from './pipeline-state.js';
+import type { ExecutingState, PayloadFiltered } from './pipeline-state.js';
 
 /** Headers the gateway itself sets towards an upstream that hears the request: a client's own are dropped. */
 const REPLACED = /^(?:tkgate-|x-forwarded-)/;

@@ -53,3 +53,6 @@ export interface AuditDetailsCollected {
 }
 
 export type AddressedState = GatewayState & Addressed;
+
+/** The state step 9 runs on: the endpoint, and the request context after overwrite_wrapping. */
+export type ExecutingState = GatewayState & EndpointFound & ContextMade;

@@ -6,8 +6,7 @@ import type { DetachedPlan } from '../plugins/plugin-api.js';
 import type { Runs } from '../runs/runs.js';
 import type { GatewayContext } from '../http/context.js';
 import { listedFields } from './audit-call-step.js';
-import type { ExecutingState } from './endpoint-call.js';
-import type { AuditDetailsCollected, PayloadFiltered } from './pipeline-state.js';
+import type { AuditDetailsCollected, ExecutingState, PayloadFiltered } from './pipeline-state.js';
 
 type RunState = ExecutingState & Authenticated & PayloadFiltered & Partial<AuditDetailsCollected>;
 

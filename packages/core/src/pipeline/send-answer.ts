@@ -2,10 +2,9 @@ import { internalError } from '../errors.js';
 import type { GatewayContext } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
 import { headersProblem } from '../header-rules.js';
-import { upgradeOf } from '../http/upgrade.js';
 import type { Logger } from '../log.js';
 import { isReply, StreamedResponse, UPGRADED } from '../plugins/plugin-api.js';
-import type { ExecutingState } from './endpoint-call.js';
+import type { ExecutingState } from './pipeline-state.js';
 
 /**
  * What a plugin's result becomes: data in the success envelope (`undefined` as `null`), with the status and
@@ -14,10 +13,9 @@ import type { ExecutingState } from './endpoint-call.js';
 export function sendAnswer(ctx: GatewayContext<ExecutingState>, result: unknown, log: Logger): void | Promise<void> {
   if (result instanceof StreamedResponse) return sendStream(ctx, result, log);
   if (result === UPGRADED) {
-    // The plugin answered the handshake on the socket itself: Koa writes nothing more, and the response lets go of
-    // the socket (the access line is written at its close).
+    // The plugin answered the handshake on the socket itself: Koa writes nothing more (step 9 had the response let
+    // go of the socket: upgrade/upgrades.ts).
     ctx.respond = false;
-    upgradeOf(ctx.req)?.takenOver();
     return;
   }
   if (isReply(result)) return sendReply(ctx, result.status, result.headers, result.data);

@@ -27,8 +27,8 @@ import { groupStep } from './step-6-group.js';
 import { contextStep } from './step-7-context.js';
 import { wrappingStep } from './step-8-wrapping.js';
 import { executeStep } from './step-9-execute.js';
-import { OpenSockets } from './open-sockets.js';
-import { StreamEnds } from './stream-ends.js';
+import { StreamEnds } from '../upgrade/stream-ends.js';
+import { Upgrades } from '../upgrade/upgrades.js';
 import { runStep } from './run-step.js';
 import type { Runs } from '../runs/runs.js';
 
@@ -59,9 +59,9 @@ export interface PipelineServices {
  * the ones whose state it reads.
  */
 export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly GatewayMiddleware[] {
-  const sockets = new OpenSockets(s.config.websocket.max_per_user);
   const streamEnds = new StreamEnds(s, Math.min(Math.max(s.config.sessions.cache_ttl_ms, 100), 1000), s.log);
-  const execute = { db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy, metrics: s.metrics, sockets, streamEnds };
+  const upgrades = new Upgrades(s.config.websocket.max_per_user, streamEnds);
+  const execute = { db: s.db, log: s.log, trustProxy: s.config.server.trust_proxy, metrics: s.metrics, upgrades };
   const audit = { trail: s.audit, required: s.config.audit.required, trustProxy: s.config.server.trust_proxy };
   const rateLimits = {
     counters: s.rateLimitCounters,
