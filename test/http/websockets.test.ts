@@ -61,6 +61,14 @@ async function startEchoService() {
 }
 
 const echo = await startEchoService();
+/** An upstream that speaks first (as VNC and some chat servers do): its greeting goes out as the socket opens. */
+const greeter = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+greeter.on('connection', (socket) => socket.send('hello from upstream'));
+await new Promise<void>((resolve) => greeter.once('listening', () => resolve()));
+/** An upstream that answers 'big' with a message over the endpoint's max_message_bytes. */
+const bigSender = new WebSocketServer({ port: 0, host: '127.0.0.1', maxPayload: 8 * 1024 * 1024 });
+bigSender.on('connection', (socket) => socket.on('message', () => socket.send(Buffer.alloc(2 * 1024 * 1024, 1))));
+await new Promise<void>((resolve) => bigSender.once('listening', () => resolve()));
 /** An endless download: a chunk every 100 ms until the connection ends. */
 const feed = http.createServer((_req, res) => {
   res.writeHead(200, { 'content-type': 'text/plain' });
@@ -74,6 +82,10 @@ const silent = net.createServer((socket) => silentSockets.push(socket));
 await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
 after(async () => {
   await echo.close();
+  for (const server of [greeter, bigSender]) {
+    server.clients.forEach((client) => client.terminate());
+    server.close();
+  }
   feed.closeAllConnections();
   feed.close();
   silentSockets.forEach((socket) => socket.destroy());
@@ -95,6 +107,8 @@ const dashboard = {
     socketEndpoint('live', { client_filter: { allowed_fields: ['room'], field_rules: { room: { type: 'string', pattern: '^[a-z]+$' } } } }),
     socketEndpoint('admin', { permissions: { min_power: 50 } }),
     socketEndpoint('quiet', { idle_timeout: '1s' }),
+    socketEndpoint('greeting', { upstream: { url: `ws://127.0.0.1:${(greeter.address() as AddressInfo).port}/` } }),
+    socketEndpoint('big', { upstream: { url: `ws://127.0.0.1:${(bigSender.address() as AddressInfo).port}/` } }),
     socketEndpoint('silent', { upstream: { url: `ws://127.0.0.1:${(silent.address() as AddressInfo).port}/live`, timeout: '1s' } }),
     {
       path: 'feed',
@@ -171,7 +185,8 @@ for (const dialect of dialects) {
         await promise;
       } catch (err) {
         const { status, body } = err as { status?: number; body?: string };
-        return { status, code: body ? JSON.parse(body).error?.code : undefined };
+        const error = body ? JSON.parse(body).error : undefined;
+        return { status, code: error?.code, ...(error?.details?.timeout_ms !== undefined ? { timeout_ms: error.details.timeout_ms } : {}) };
       }
       throw new Error('the upgrade was accepted');
     };
@@ -215,6 +230,39 @@ for (const dialect of dialects) {
       socket.send(Buffer.alloc(2 * 1024 * 1024, 1));
       const [code] = await closed;
       expect(code).to.equal(1009);
+    });
+
+    it("relays an upstream's greeting sent as the socket opens, to every one of 30 sockets", async () => {
+      const greeted: string[] = [];
+      for (let i = 0; i < 30; i++) {
+        // A place of max_per_user frees once the gateway has seen the last socket close.
+        const { socket, messages, closed } = await eventually('a place', () => open('greeting').catch(() => undefined));
+        try {
+          await eventually(`the greeting on socket ${i + 1}`, () => messages.length > 0, 5000);
+          greeted.push(messages[0]!.data.toString());
+        } finally {
+          socket.close(1000);
+          await closed;
+        }
+      }
+      expect(greeted).to.deep.equal(Array(30).fill('hello from upstream'));
+    });
+
+    it("closes the client's side with 1009 when the upstream sends a message over max_message_bytes", async () => {
+      const { socket, closed } = await open('big');
+      socket.send('big');
+      const [code] = await closed;
+      expect(code).to.equal(1009);
+    });
+
+    it('takes a token-only tkgate.bearer.<token> offer as a browser makes it: the 101 names the offered protocol, the upstream never hears it', async () => {
+      // A client that checks the answer as browsers do (ws, like Chromium, fails a 101 that names none of its offers).
+      const { socket } = await open('live', { protocols: [`tkgate.bearer.${token}`], headers: {} });
+      expect(socket.protocol).to.equal(`tkgate.bearer.${token}`);
+      const { headers } = echo.handshakes.at(-1)!;
+      expect(headers['sec-websocket-protocol']).to.equal(undefined);
+      expect(JSON.stringify(headers)).to.not.include(token);
+      socket.close();
     });
 
     it('takes a browser token as the subprotocol tkgate.bearer.<token>, never forwarding nor echoing it', async () => {
@@ -267,7 +315,7 @@ for (const dialect of dialects) {
       expect(await refusal(open('admin'))).to.deep.equal({ status: 403, code: 'forbidden' });
       expect(await refusal(open('nothing-here'))).to.deep.equal({ status: 404, code: 'endpoint_not_found' });
       expect(await refusal(open('live?room=NOT%20OK'))).to.deep.equal({ status: 400, code: 'invalid_payload' });
-      expect(await refusal(open('silent'))).to.deep.equal({ status: 504, code: 'upstream_timeout' });
+      expect(await refusal(open('silent'))).to.deep.equal({ status: 504, code: 'upstream_timeout', timeout_ms: 1000 });
       const plain = await fetch(`${s.gateway.base}/tk/app/dash/live`, { headers: { authorization: `Bearer ${token}` } });
       expect(plain.status).to.equal(426);
     });

@@ -92,7 +92,7 @@ for (const dialect of dialects) {
       expect(lines[0]).to.include({ plugin: 'tkgate-test-probe', toolkit: 'probes', endpoint: 'whoami', action: 'whoami' });
       const ready = logsOf((record) => record.msg === 'probe plugin ready');
       expect(ready).to.have.length(1);
-      expect(ready[0]).to.include({ plugin: 'tkgate-test-probe', api: '1.5' });
+      expect(ready[0]).to.include({ plugin: 'tkgate-test-probe', api: '1.6' });
     });
 
     it('answers a foreign error that carries a status as 500 internal_error, its cause logged with the request id', async () => {

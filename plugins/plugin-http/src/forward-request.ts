@@ -1,11 +1,12 @@
-import { GatewayError, isSecretReference, StreamedResponse, type ChildSpan, type EndpointCall } from '@tkgate/core';
+import { isSecretReference, StreamedResponse, type ChildSpan, type EndpointCall } from '@tkgate/core';
 import { Agent } from 'undici';
 import { configuredHeaders, type SecretValue } from './configured-headers.js';
 import { ForwardedExchange } from './forwarded-exchange.js';
 import type { HttpConfig } from './http-config.js';
 import { libraryFailure } from './library-errors.js';
-import { acrossTargets, type AttemptFailure, type TargetSets } from './targets.js';
-import { neverConnected } from './upstream-failure.js';
+import { acrossTargets, type TargetSets } from './targets.js';
+import { answerOfFailure } from './upstream-failure.js';
+import { fillPathParams } from './url-template.js';
 import { tlsConnectOptions, tlsOf, type UpstreamTls } from './upstream-tls.js';
 import { perGroup } from './upstream-transport.js';
 
@@ -60,21 +61,13 @@ function targetOf(upstreamUrl: string): Target {
   return target;
 }
 
-/** A `{name}` of the URL's path, as the URL parser keeps it. */
-const URL_PARAM = /%7B([A-Za-z_][A-Za-z0-9_]*)%7D/g;
-
-/** The `{name}`s of an upstream URL's path: each must be a parameter of the endpoint's path. */
-export function urlParams(url: string): string[] {
-  return [...new URL(url).pathname.matchAll(URL_PARAM)].map((match) => match[1]!);
-}
-
 /**
  * The path and query the upstream hears: its URL's path with the path parameters put in for its `{name}`s (one
  * segment of [A-Za-z0-9._~-] each, checked at step 4), the rest as received, its URL's query then the client's
  * byte for byte.
  */
 function pathOf(target: Target, params: Record<string, unknown> | undefined, rest: string, query: string): string {
-  const base = params ? target.basePath.replace(URL_PARAM, (_, name: string) => String(params[name])) : target.basePath;
+  const base = fillPathParams(target.basePath, params);
   const path = rest === '' ? base || '/' : `${base}/${rest}`;
   const joined = [target.baseQuery, query].filter((part) => part !== '').join('&');
   return joined === '' ? path : `${path}?${joined}`;
@@ -84,29 +77,6 @@ function pathOf(target: Target, params: Record<string, unknown> | undefined, res
 export function contextHeader(context: Record<string, unknown>, withPayload: boolean): string {
   const { payload, ...rest } = context;
   return Buffer.from(JSON.stringify(withPayload ? { ...rest, payload } : rest)).toString('base64url');
-}
-
-const upstreamError = (reason: string, cause: unknown) =>
-  new GatewayError(502, 'upstream_error', 'the upstream did not give a usable answer', { details: { reason }, cause });
-const upstreamTimeout = (timeoutMs: number, cause?: Error) =>
-  new GatewayError(504, 'upstream_timeout', 'the upstream did not answer in time', { details: { timeout_ms: timeoutMs }, cause });
-
-/** A failed attempt as the balancer sees it (targets.ts). */
-function forwardFailure(err: unknown): AttemptFailure {
-  const cause = (err as { cause?: unknown }).cause;
-  if ((cause as Error | undefined)?.name === 'AbortError') return { outcome: 'aborted', sent: true };
-  if (neverConnected(cause)) return { outcome: 'not_sent', sent: false };
-  if ((err as GatewayError).status === 504) return { outcome: 'timeout', sent: true };
-  if (((err as GatewayError).details as { reason?: string } | undefined)?.reason === 'invalid_response') return { outcome: 'invalid', sent: true };
-  return { outcome: 'failed', sent: true };
-}
-
-/** Why a request got no answer: undici's (and llhttp's) errors in the transports' vocabulary, as the 502 or the 504. */
-function failure(err: Error, timeoutMs: number): GatewayError {
-  if (err.name === 'AbortError') return upstreamError('connection', err);
-  const { reason } = libraryFailure(err);
-  if (reason === 'timeout') return upstreamTimeout(timeoutMs, err);
-  return upstreamError(reason === 'invalid_response' ? 'invalid_response' : 'connection', err);
 }
 
 /** The endpoint's credentials, the key of the connections its calls share with the same user's: TLS material, configured headers. */
@@ -151,7 +121,11 @@ export class RequestForwarder {
   /** The upstream's answer as a StreamedResponse; `release` once it is over, whichever way. */
   forward(call: EndpointCall<HttpConfig>, release: () => void): Promise<StreamedResponse> {
     const { upstream } = call.config;
-    if (!upstream.targets) return this.send(call, targetOf(upstream.url!), upstream.timeout, release);
+    // Attempts fail with the transports' UpstreamFailure (what the balancer reads); the client hears the 502 or 504.
+    const answer = (err: unknown) => {
+      throw answerOfFailure(err, upstream.timeout);
+    };
+    if (!upstream.targets) return this.send(call, targetOf(upstream.url!), upstream.timeout, release).catch(answer);
     // Across targets: a failed attempt releases nothing; the answer's end, or the last failure, releases the gate.
     const set = this.targets.of(call.endpoint, upstream);
     const retrySent = call.method === 'GET' || call.method === 'HEAD' || call.method === 'OPTIONS' || upstream.idempotent;
@@ -162,10 +136,9 @@ export class RequestForwarder {
       upstream.timeout,
       (target, ms) => this.send(call, targetOf(target.url), ms, answered),
       (response) => response.status,
-      forwardFailure,
     ).catch((err: unknown) => {
       release();
-      throw err;
+      return answer(err);
     });
   }
 
@@ -198,9 +171,9 @@ export class RequestForwarder {
           resolve(new StreamedResponse(body, headers, status));
         },
         failed(err) {
-          const gatewayError = failure(err, upstream.timeout);
-          span.setAttribute('error.type', gatewayError.code);
-          reject(gatewayError);
+          const failure = libraryFailure(err);
+          span.setAttribute('error.type', failure.reason === 'timeout' ? 'upstream_timeout' : 'upstream_error');
+          reject(failure);
         },
         over() {
           clearTimeout(connectTimer);

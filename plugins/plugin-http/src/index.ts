@@ -1,6 +1,7 @@
 import { EndpointGates, z, type ConfigIssue, type EndpointCall, type EndpointType, type SecretReference, type TkgatePlugin } from '@tkgate/core';
 import { describeHttpResponse } from './describe-response.js';
-import { FORWARD_METHODS, RequestForwarder, urlParams } from './forward-request.js';
+import { FORWARD_METHODS, RequestForwarder } from './forward-request.js';
+import { urlParams } from './url-template.js';
 import { WebSocketRelay } from './websocket-relay.js';
 import { gotTransport } from './got-transport.js';
 import { httpConfigSchema, targetsOf, type HttpConfig } from './http-config.js';

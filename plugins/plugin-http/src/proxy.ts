@@ -10,8 +10,8 @@ import {
 } from '@tkgate/core';
 import { UpstreamSpan, upstreamTarget, type SpanTarget } from './upstream-span.js';
 import { firstUrl, type HttpConfig } from './http-config.js';
-import { acrossTargets, type AttemptFailure, type TargetSet, type TargetSets } from './targets.js';
-import { notSent, UpstreamFailure, type FailureReason } from './upstream-failure.js';
+import { acrossTargets, type TargetSet, type TargetSets } from './targets.js';
+import { answerOfFailure, upstreamError, UpstreamFailure } from './upstream-failure.js';
 import { tlsOf, type UpstreamTls } from './upstream-tls.js';
 import type { UpstreamAnswer, UpstreamRequest, UpstreamResponse, UpstreamTransport } from './upstream-transport.js';
 
@@ -20,21 +20,8 @@ const PASSTHROUGH_HEADERS = ['content-type', 'content-disposition'];
 /** JSON answers nested deeper are refused: whatever walks them recursively (the envelope's stringify) would overflow. */
 const MAX_JSON_DEPTH = 64;
 
-/** `details.reason` of the 502: a transport's failure, or what was wrong with the answer it gave. */
-type Reason = FailureReason | 'status' | 'invalid_json' | 'too_deep';
-
-function upstreamError(reason: Reason, cause: unknown, status?: number): GatewayError {
-  const details: Record<string, unknown> = { reason };
-  if (status !== undefined) details.upstream_status = status;
-  return new GatewayError(502, 'upstream_error', 'the upstream did not give a usable answer', { details, cause });
-}
-
-/** A transport's failure as the 502 (transports fail only with UpstreamFailure; anything else is a connection fault). */
-function failed(err: unknown): GatewayError {
-  if (err instanceof GatewayError) return err;
-  if (err instanceof UpstreamFailure) return upstreamError(err.reason, err, err.upstreamStatus);
-  return upstreamError('connection', err);
-}
+/** A transport's failure as the 502 (the context mode's timeout included: its 502 says `timeout`). */
+const failed = (err: unknown): GatewayError => answerOfFailure(err);
 
 /** The transports of one plugin instance: JSON calls through one, passthrough downloads through another (per scheme). */
 export interface Upstreams {
@@ -130,16 +117,6 @@ class ProxiedRequest implements UpstreamRequest {
   }
 }
 
-/** A transport's failure as the balancer sees it: was the request sent, and how did it end. */
-export function attemptFailure(err: unknown): AttemptFailure {
-  if (!(err instanceof UpstreamFailure)) return { outcome: 'failed', sent: true };
-  if (err.reason === 'aborted') return { outcome: 'aborted', sent: true };
-  if (notSent(err)) return { outcome: 'not_sent', sent: false };
-  if (err.reason === 'timeout') return { outcome: 'timeout', sent: true };
-  if (err.reason === 'connection' && err.upstreamStatus === undefined) return { outcome: 'failed', sent: true };
-  return { outcome: 'invalid', sent: true };
-}
-
 /**
  * One call of the request through `send`: to the one URL (tried once more when it failed for want of a
  * connection and the endpoint is idempotent), or across the endpoint's targets.
@@ -165,7 +142,6 @@ function attempts<T extends { status: number }>(
         return send();
       },
       statusOfAnswer,
-      attemptFailure,
     );
   }
   return request.idempotent ? onceMore(send) : send();

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
-import { GatewayError, type EndpointIdentity, type Logger, type PluginMetrics } from '@tkgate/core';
+import type { EndpointIdentity, Logger, PluginMetrics } from '@tkgate/core';
 import { targetsOf, type UpstreamConfig } from './http-config.js';
+import { attemptFailureOf, noHealthyTarget, type Outcome } from './upstream-failure.js';
 import { upstreamTarget, type SpanTarget } from './upstream-span.js';
 import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
 
@@ -15,8 +16,6 @@ import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
  * The request path allocates nothing here: a pick walks the set's array, and what was tried is a bit mask.
  */
 
-/** How a call to one target ended: the `outcome` label of tkgate_upstream_requests_total. */
-export type Outcome = 'ok' | 'status_5xx' | 'not_sent' | 'timeout' | 'failed' | 'invalid' | 'aborted';
 const OUTCOMES: readonly Outcome[] = ['ok', 'status_5xx', 'not_sent', 'timeout', 'failed', 'invalid', 'aborted'];
 /** Outcomes that count towards a passive ejection: no connection, a timeout, a 5xx (and a connection lost before the answer). */
 const FAILING: ReadonlySet<Outcome> = new Set(['status_5xx', 'not_sent', 'timeout', 'failed']);
@@ -276,16 +275,6 @@ export class TargetSets {
 /** A call's outcome from its answer's status. */
 export const outcomeOfStatus = (status: number): Outcome => (status >= 500 ? 'status_5xx' : 'ok');
 
-/** What a failed attempt was: its outcome, and whether the upstream may have received the request. */
-export interface AttemptFailure {
-  outcome: Outcome;
-  sent: boolean;
-}
-
-/** The answer when every target is out: at once, without trying any. */
-export const noHealthyTarget = () =>
-  new GatewayError(502, 'upstream_error', 'no target of the upstream is in service', { details: { reason: 'no_healthy_target' } });
-
 /** Attempts shorter than this are not started: the call's time is up. */
 const MIN_ATTEMPT_MS = 50;
 
@@ -302,7 +291,6 @@ export async function acrossTargets<T>(
   timeoutMs: number,
   attempt: (target: Target, timeoutMs: number) => Promise<T>,
   statusOf: (result: T) => number,
-  failureOf: (err: unknown) => AttemptFailure,
 ): Promise<T> {
   const started = Date.now();
   let retriesLeft = retrySent ? set.upstream.retries : 0;
@@ -322,7 +310,7 @@ export async function acrossTargets<T>(
       return result;
     } catch (err) {
       target.pending -= 1;
-      const failure = failureOf(err);
+      const failure = attemptFailureOf(err);
       set.finished(target, failure.outcome);
       last = err;
       if (failure.outcome === 'aborted' || failure.outcome === 'invalid') throw err;

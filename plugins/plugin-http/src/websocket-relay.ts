@@ -4,8 +4,10 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { contextHeader } from './forward-request.js';
 import { configuredHeaders, type SecretValue } from './configured-headers.js';
 import { firstUrl, type HttpConfig } from './http-config.js';
-import { acrossTargets, type AttemptFailure, type TargetSets } from './targets.js';
-import { neverConnected } from './upstream-failure.js';
+import { libraryFailure } from './library-errors.js';
+import { acrossTargets, type TargetSets } from './targets.js';
+import { answerOfFailure, UpstreamFailure } from './upstream-failure.js';
+import { fillPathParams } from './url-template.js';
 import { tlsConnectOptions, tlsOf } from './upstream-tls.js';
 
 /**
@@ -55,9 +57,8 @@ class Pair {
 /** The pair of a socket the relay listens to (ws types listeners' `this` as its own WebSocket). */
 const pairOf = (socket: WebSocket): Pair => (socket as RelayedSocket).pair!;
 
-/** The subprotocol the upstream chose, on the client's upgrade request (read by the shared server's handleProtocols). */
-const CHOSEN = Symbol('tkgate.websocket.chosen');
-type ChosenOn = IncomingMessage & { [CHOSEN]?: string };
+/** The subprotocol each client's handshake answers with, by its upgrade request (read by the shared server's handleProtocols). */
+const chosen = new WeakMap<IncomingMessage, string>();
 
 /** Close codes a peer may send (RFC 6455 7.4): others (1005 no status, 1006 abnormal) close without a code. */
 const sendable = (code: number) => (code >= 1000 && code <= 1014 && ![1004, 1005, 1006].includes(code)) || (code >= 3000 && code <= 4999);
@@ -98,28 +99,20 @@ function relayClose(this: WebSocket, code: number, reason: Buffer): void {
   if (this === pair.near) pair.relay.ended(pair);
 }
 
-function relayError(this: WebSocket): void {
-  closeWith(pairOf(this).peerOf(this), 1011, 'the other side failed');
+/** ws's error for a message over maxPayload: the other side hears 1009 (message too big) as this side did. */
+const TOO_BIG = 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH';
+
+function relayError(this: WebSocket, err: Error & { code?: string }): void {
+  const peer = pairOf(this).peerOf(this);
+  if (err.code === TOO_BIG) closeWith(peer, 1009, 'message too big');
+  else closeWith(peer, 1011, 'the other side failed');
 }
 
 /** The socket's end with its credential: its one closure, holding nothing but the socket. */
 const closeOnCredentialEnd = (near: WebSocket) => () => closeWith(near, 4401, 'session_ended');
 
 /** The upstream URL: a `{name}` of its path is the path parameter of that name (as for forward: request). */
-function upstreamUrl(url: string, params: Record<string, unknown> | undefined): string {
-  return params ? url.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => String(params[name])) : url;
-}
-
-/** A failed handshake as the balancer sees it: a 5xx answer, no connection, a timeout. */
-function handshakeFailure(err: unknown): AttemptFailure {
-  const cause = (err as { cause?: { name?: string; status?: number } }).cause;
-  if (cause?.name === 'AbortError') return { outcome: 'aborted', sent: true };
-  if (neverConnected(cause)) return { outcome: 'not_sent', sent: false };
-  if ((err as GatewayError).status === 504) return { outcome: 'timeout', sent: true };
-  // An answer other than 101 is an answer: not retried, and only a 5xx counts against the target.
-  if (cause?.status !== undefined) return { outcome: cause.status >= 500 ? 'status_5xx' : 'invalid', sent: true };
-  return { outcome: 'failed', sent: true };
-}
+const upstreamUrl = (url: string, params: Record<string, unknown> | undefined): string => fillPathParams(new URL(url).href, params);
 
 export class WebSocketRelay {
   private readonly open = new Set<Pair>();
@@ -149,8 +142,11 @@ export class WebSocketRelay {
         perMessageDeflate: false,
         maxPayload: maxBytes,
         WebSocket: RelayedSocket,
-        // The client gets the subprotocol the upstream chose (never the token one, which core removed).
-        handleProtocols: (offers, req: ChosenOn) => (req[CHOSEN] && offers.has(req[CHOSEN]) ? req[CHOSEN] : false),
+        // The client gets the subprotocol the upstream chose, or the token one when it offered nothing else.
+        handleProtocols: (offers, req: IncomingMessage) => {
+          const protocol = chosen.get(req);
+          return protocol !== undefined && offers.has(protocol) ? protocol : false;
+        },
       });
       this.servers.set(maxBytes, server);
     }
@@ -202,18 +198,35 @@ export class WebSocketRelay {
             upstream.timeout,
             (target, ms) => open(target.url, ms),
             () => 101,
-            handshakeFailure,
           )
         : await open(upstream.url!, upstream.timeout);
     } catch (err) {
-      span.end(err);
-      throw err;
+      // The handshake's failures in the one vocabulary: a 504 with timeout_ms, else the 502 (with the status of an
+      // answer other than 101).
+      const answer = answerOfFailure(err, upstream.timeout);
+      span.end(answer);
+      throw answer;
     }
-    const near = await new Promise<RelayedSocket>((resolve) => {
-      (upgrade.request as ChosenOn)[CHOSEN] = far.protocol;
-      this.serverFor(maxBytes).handleUpgrade(upgrade.request, upgrade.socket, upgrade.head, (socket) => resolve(socket as RelayedSocket));
-    });
+    let near: RelayedSocket | undefined;
+    const protocol = far.protocol || upgrade.tokenProtocol;
+    if (protocol) {
+      chosen.set(upgrade.request, protocol);
+      // ws's handshake reads the offers from the request: the token one (taken out by core) is put back only now, when
+      // the upstream is connected and only the client's own answer is left to write.
+      if (protocol === upgrade.tokenProtocol) upgrade.request.headers['sec-websocket-protocol'] = protocol;
+    }
+    // Synchronous (no verifyClient): the pair is watched before any frame of the client's is read. ws calls back only
+    // with a handshake it completed; it answers a malformed one (400) and destroys the socket itself.
+    this.serverFor(maxBytes).handleUpgrade(upgrade.request, upgrade.socket, upgrade.head, (socket) => (near = socket as RelayedSocket));
+    if (!near) {
+      far.terminate();
+      const answer = answerOfFailure(new UpstreamFailure('aborted', 'the client side of the handshake failed'));
+      span.end(answer);
+      throw answer;
+    }
     this.watch(new Pair(near, far, idleMs, span, this));
+    // What the upstream sent before the client's side was open was held (its socket paused at the open): relayed now.
+    far.resume();
     // The session or key this socket was opened with ended (anywhere): both sides close with 4401.
     upgrade.onCredentialEnd(closeOnCredentialEnd(near));
     return UPGRADED;
@@ -240,24 +253,25 @@ export class WebSocketRelay {
     let stopWatchingClient: (() => void) | undefined;
     try {
       await new Promise<void>((resolve, reject) => {
-        far.once('open', resolve);
+        // Paused in the open's listener itself, before the socket's first read: a greeting of an upstream that speaks
+        // first (VNC, some chat servers), even one that came with the 101, waits in the socket (bounded by its buffer and
+        // TCP's window) until the client's side is open.
+        far.once('open', () => (far.pause(), resolve()));
         far.once('error', reject);
+        // An answer other than 101 is an answer: not retried, and only a 5xx counts against the target.
         far.once('unexpected-response', (_req, res) => {
           res.resume();
-          reject(Object.assign(new Error(`the upstream answered the handshake with ${res.statusCode}`), { status: res.statusCode }));
+          const status = res.statusCode ?? 0;
+          reject(new UpstreamFailure('connection', `the upstream answered the handshake with ${status}`, { upstreamStatus: status }));
         });
         // Its own timer, not ws's handshakeTimeout: that one stays on the open socket (a cleared Timeout and its bound
         // function for the socket's life).
-        timer = setTimeout(() => reject(Object.assign(new Error('the upstream did not answer the handshake in time'), { timedOut: true })), timeoutMs);
-        stopWatchingClient = call.onClientGone(() => reject(Object.assign(new Error('the client closed the connection'), { name: 'AbortError' })));
+        timer = setTimeout(() => reject(new UpstreamFailure('timeout', 'the upstream did not answer the handshake in time')), timeoutMs);
+        stopWatchingClient = call.onClientGone(() => reject(new UpstreamFailure('aborted', 'the client closed the connection')));
       });
     } catch (err) {
       far.terminate();
-      if ((err as { timedOut?: boolean }).timedOut) throw new GatewayError(504, 'upstream_timeout', 'the upstream did not answer in time', { cause: err });
-      throw new GatewayError(502, 'upstream_error', 'the upstream did not take the WebSocket', {
-        details: { reason: 'connection', ...((err as { status?: number }).status ? { upstream_status: (err as { status?: number }).status } : {}) },
-        cause: err,
-      });
+      throw libraryFailure(err);
     } finally {
       clearTimeout(timer);
       stopWatchingClient?.();

@@ -18,7 +18,7 @@ import type { ApiRange } from './plugin-api.js';
  * sink, with a concurrencyKey that may be `$path.<name>`; DetachedPlan.room, the type's own bound on the runs an
  * instance starts; EndpointType.dryRun (DryRun, DryRunOutcome), the dry run an approver reads before approving a run).
  */
-export const PLUGIN_API = Object.freeze({ major: 1, minor: 5 });
+export const PLUGIN_API = Object.freeze({ major: 1, minor: 6 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;
 
 interface Accepted {

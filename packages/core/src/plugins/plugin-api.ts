@@ -377,6 +377,12 @@ export interface UpgradeCall {
    * close it with 4401 `session_ended`. Without it, the socket is destroyed.
    */
   onCredentialEnd(close: () => void): void;
+  /**
+   * (1.6) The browser's token subprotocol (`tkgate.bearer.<token>`) when the client offered no other: a browser fails
+   * a 101 that names none of its offers, so the handshake's answer names this one when the upstream chose none.
+   * Never sent to an upstream. Undefined when the client offered another subprotocol, or none.
+   */
+  tokenProtocol: string | undefined;
 }
 
 /** (1.5) What a type that forwards the client's request needs of it beyond the request context. */

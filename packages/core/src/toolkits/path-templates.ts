@@ -75,8 +75,13 @@ export function matchTemplate(template: PathTemplate, parts: readonly string[]):
   return { values, remainder: template.wildcard ? parts.slice(segments.length).join('/') : '' };
 }
 
-/** The segments of a remainder that would climb (`.`, `..`, also percent-encoded or behind an encoded slash). */
-const CLIMBS = /(^|[/\\])\.\.?($|[/\\])/;
+/**
+ * The segments of a remainder that would climb (`.`, `..`, also percent-encoded or behind an encoded slash), and
+ * `..;x`, which Tomcat and Jetty read as `..` (a path parameter after the dots).
+ */
+const CLIMBS = /(^|[/\\])\.\.?(;[^/\\]*)?($|[/\\])/;
+/** A `{name}` value that is a dot segment: an upstream that normalises its path would climb with it. */
+const DOT_SEGMENT = /^\.\.?$/;
 
 /**
  * The parameters' values, percent-decoded and checked: a `{name}` one segment of [A-Za-z0-9._~-], a remainder
@@ -93,7 +98,8 @@ export function decodePathParams(template: PathTemplate, match: PathMatch): { pa
     const name = names[index]!;
     const raw = name === '*' ? match.remainder : match.values[index]!;
     const decoded = name === '*' ? decodeRemainder(raw) : decodeSegment(raw);
-    const problem = decoded === undefined ? 'encoding' : name === '*' ? climbs(raw) : PARAM_VALUE.test(decoded) ? undefined : 'segment';
+    const problem =
+      decoded === undefined ? 'encoding' : name === '*' ? climbs(raw) : PARAM_VALUE.test(decoded) && !DOT_SEGMENT.test(decoded) ? undefined : 'segment';
     if (problem === undefined) setParam(params, name, decoded!);
     else (problems === NO_PROBLEMS ? (problems = []) : problems).push(pathProblem(name, problem));
   }
@@ -117,8 +123,8 @@ function pathProblem(name: string, problem: 'encoding' | 'segment'): FieldProble
   const field = `path.${name}`;
   if (problem === 'encoding') return { field, rule: 'encoding', message: `${field} is not validly percent-encoded` };
   return name === '*'
-    ? { field, rule: 'segment', message: `${field} may not hold . or .. segments` }
-    : { field, rule: 'segment', message: `${field} must be one segment of A-Z a-z 0-9 . _ ~ -` };
+    ? { field, rule: 'segment', message: `${field} may not hold . or .. segments (nor ..;)` }
+    : { field, rule: 'segment', message: `${field} must be one segment of A-Z a-z 0-9 . _ ~ -, and not . or ..` };
 }
 
 function decodeSegment(raw: string): string | undefined {

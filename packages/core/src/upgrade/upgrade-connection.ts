@@ -18,6 +18,7 @@ export class UpgradeConnection implements UpgradeCall {
     readonly socket: Duplex,
     readonly head: Buffer,
     private readonly response: ServerResponse,
+    readonly tokenProtocol: string | undefined,
   ) {}
 
   onCredentialEnd(close: () => void): void {
@@ -60,22 +61,28 @@ const connections = new WeakMap<IncomingMessage, UpgradeConnection>();
 export const upgradeOf = (req: IncomingMessage): UpgradeConnection | undefined => connections.get(req);
 
 /** The subprotocol that carries a browser's token (browsers cannot set Authorization on a WebSocket). */
-export const BEARER_PROTOCOL = /^tkgate\.bearer\.(.+)$/;
+const BEARER_PROTOCOL = /^tkgate\.bearer\.(.+)$/;
 
 /**
  * A browser's token in `Sec-WebSocket-Protocol: tkgate.bearer.<token>, chat` becomes its Authorization (unless it
- * sent one) and leaves the list, so that nothing after this (the upstream, the answer's echo) ever sees it.
+ * sent one) and leaves the list, so that nothing after this (the upstream, the endpoint's checks) sees it. Returns
+ * the token's protocol when it was the only offer: the handshake's answer must then name it, or a browser fails the
+ * handshake (RFC 6455 4.1: the answer's subprotocol is one of the offers); it goes back to the client only.
  */
-function takeBrowserToken(req: IncomingMessage): void {
+function takeBrowserToken(req: IncomingMessage): string | undefined {
   const offered = req.headers['sec-websocket-protocol'];
-  if (offered === undefined) return;
+  if (offered === undefined) return undefined;
   const protocols = offered.split(',').map((protocol) => protocol.trim());
   const bearer = protocols.find((protocol) => BEARER_PROTOCOL.test(protocol));
-  if (bearer === undefined) return;
+  if (bearer === undefined) return undefined;
   req.headers.authorization ??= `Bearer ${BEARER_PROTOCOL.exec(bearer)![1]}`;
   const rest = protocols.filter((protocol) => !BEARER_PROTOCOL.test(protocol));
-  if (rest.length > 0) req.headers['sec-websocket-protocol'] = rest.join(', ');
-  else delete req.headers['sec-websocket-protocol'];
+  if (rest.length > 0) {
+    req.headers['sec-websocket-protocol'] = rest.join(', ');
+    return undefined;
+  }
+  delete req.headers['sec-websocket-protocol'];
+  return bearer;
 }
 
 /**
@@ -89,9 +96,9 @@ function takeBrowserToken(req: IncomingMessage): void {
 export function serveUpgrades(server: Server, handler: RequestListener): void {
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', destroyOnError);
-    takeBrowserToken(req);
+    const tokenProtocol = takeBrowserToken(req);
     const res = new ServerResponse(req);
-    connections.set(req, new UpgradeConnection(req, socket, head, res));
+    connections.set(req, new UpgradeConnection(req, socket, head, res, tokenProtocol));
     res.shouldKeepAlive = false;
     res.assignSocket(socket as Parameters<ServerResponse['assignSocket']>[0]);
     res.on('finish', endWithResponse);
