@@ -140,7 +140,7 @@ async function main() {
   const koa = await startServer('bare-koa.js');
   const tinyScript = writeTinyScript(dir);
   const targetPorts = [upstream.port, ...otherTargets.map((target) => target.port)];
-  const { config, gotConfig, filename } = await prepareGateway(dir, { upstreamPort: upstream.port, tinyScript, targetPorts });
+  const { config, filename } = await prepareGateway(dir, { upstreamPort: upstream.port, tinyScript, targetPorts });
   let gateway = track(await startTkgate(config));
   const token = await login(gateway.base);
   const auth = { authorization: `Bearer ${token}` };
@@ -218,8 +218,6 @@ async function main() {
     const jsonPost = { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"q":"disk"}' };
     const direct = { method: 'POST', headers: { 'content-type': 'application/json' }, body: context };
     const koaProxy = await startServer('bare-koa-proxy.js', { UPSTREAM_PORT: String(upstream.port) });
-    const onGot = PLAN.extras && mode === 'full' ? track(await startTkgate(gotConfig)) : undefined;
-    const gotAuth = onGot && { authorization: `Bearer ${await login(onGot.base)}` };
     const expressGateway = peers ? await startExpressGateway(upstream.port) : undefined;
     const caddy = caddyInstalled() ? await startPeerServer((port) => startCaddy(dir, port, upstream.port)) : undefined;
     const nginx = nginxInstalled() ? await startPeerServer((port) => startNginx(path.join(dir, 'nginx'), port, upstream.port)) : undefined;
@@ -229,7 +227,6 @@ async function main() {
         tkgate('tkgate', gateway, { url: '/tk/app/bench/json', ...jsonPost }),
         comparedRow({ url: '/tk/app/bench/json', ...jsonPost }),
         twoWorkers && tkgate('tkgate, workers: 2', twoWorkers, { url: '/tk/app/bench/json', ...jsonPost }),
-        onGot && tkgate('tkgate on got', onGot, { url: '/tk/app/bench/json', ...jsonPost, headers: { ...jsonPost.headers, ...gotAuth } }),
         server('upstream direct', upstream, { url: '/json', ...direct }),
         server('bare Koa + undici proxy (no auth)', koaProxy, { url: '/json', ...direct }),
         server('fast-gateway (Map token check)', fastGateway, { url: '/json', ...jsonPost }),

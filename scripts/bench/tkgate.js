@@ -126,10 +126,7 @@ export async function prepareGateway(dir, { upstreamPort, tinyScript, targetPort
     });
   const config = path.join(dir, 'tkgate.json');
   writeFileSync(config, settings('undici'));
-  /** The same gateway on the got transport, measured as a reference (docs/http-transport.md). */
-  const gotConfig = path.join(dir, 'tkgate-got.json');
-  writeFileSync(gotConfig, settings('got'));
-  return { config, gotConfig, filename };
+  return { config, filename };
 }
 
 /** A gateway on `config`; `bin` is another checkout's CLI (npm run bench -- --compare DIR). */

@@ -14,12 +14,19 @@ describe('plugin-http transport options', () => {
     });
 
   it('config check accepts every transport with either http_passthrough', async () => {
-    for (const transport of ['undici', 'got', 'reader'])
+    for (const transport of ['undici', 'reader'])
       for (const passthrough of ['reader', 'transport']) {
         const options = { transport, http_passthrough: passthrough };
         const result = await runCli(['config', 'check', '--config', configWith(options)]);
         expect(result.code, `${JSON.stringify(options)}: ${result.stderr}`).to.equal(0);
       }
+  });
+
+  it('config check refuses transport: got by name (got is no longer a proxy transport), naming the choices', async () => {
+    const result = await runCli(['config', 'check', '--config', configWith({ transport: 'got' })]);
+    expect(result.code).to.equal(1);
+    expect(result.stderr).to.include('plugin_options.@tkgate/plugin-http.transport');
+    expect(result.stderr).to.include('got is no longer a transport of the http type: choose undici (the default) or reader');
   });
 
   it('config check refuses an unknown http_passthrough, naming the key and the choices', async () => {

@@ -123,7 +123,7 @@ async function load(total: number, concurrency: number, send: () => Promise<Repl
 
 const targetLabel = (target: Target, at: string) => target.url(at);
 
-for (const transport of ['undici', 'got', 'reader'] as const) {
+for (const transport of ['undici', 'reader'] as const) {
   const dialect = dialects[0]!;
   describe(`http endpoints: upstream targets (${transport}, ${dialect.name})`, function () {
     this.timeout(180_000);

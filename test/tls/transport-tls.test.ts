@@ -3,7 +3,6 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import {
-  gotTransport,
   readerTransport,
   undiciTransport,
   UpstreamFailure,
@@ -22,7 +21,6 @@ import { makeCertificates } from '../support/certificates.js';
 const certs = makeCertificates();
 const transports: Array<[string, () => UpstreamTransport]> = [
   ['undici', undiciTransport],
-  ['got', gotTransport],
   ['reader', readerTransport],
 ];
 const BODY = JSON.stringify({ answered: true, blob: 'z'.repeat(200_000) });

@@ -3,7 +3,6 @@ import { describeHttpResponse } from './describe-response.js';
 import { FORWARD_METHODS, RequestForwarder } from './forward-request.js';
 import { urlParams } from './url-template.js';
 import { WebSocketRelay } from './websocket-relay.js';
-import { gotTransport } from './got-transport.js';
 import { httpConfigSchema, targetsOf, type HttpConfig } from './http-config.js';
 import { TargetSets } from './targets.js';
 import { proxy, type Upstreams } from './proxy.js';
@@ -14,15 +13,22 @@ import { literalCredentials } from './literal-credentials.js';
 
 /**
  * plugin_options."@tkgate/plugin-http". docs/performance.md has the figures behind the defaults.
- * - transport: JSON calls through undici, got, or ("reader") the gateway's own reader, http:// and https://.
+ * - transport: JSON calls through undici or ("reader") the gateway's own reader, http:// and https://. got, once a
+ *   third choice, is refused by name: it is the client of notification deliveries and inventory URL sources, where
+ *   its retries and hooks fit (docs/architecture.md), not a proxy transport.
  * - http_passthrough: downloads (http:// and https://) through the own reader ("reader", default: fewer copies
  *   and a flat memory bound) or through `transport`.
  */
 const optionsSchema = z.strictObject({
-  transport: z.enum(['undici', 'got', 'reader']).default('undici'),
+  transport: z
+    .enum(['undici', 'reader'], {
+      error: (issue) =>
+        issue.input === 'got' ? 'got is no longer a transport of the http type: choose undici (the default) or reader (docs/configuration.md)' : undefined,
+    })
+    .default('undici'),
   http_passthrough: z.enum(['reader', 'transport']).default('reader'),
 });
-const transports = { undici: undiciTransport, got: gotTransport, reader: readerTransport };
+const transports = { undici: undiciTransport, reader: readerTransport };
 
 export type { UpstreamTransport, UpstreamRequest, UpstreamResponse } from './upstream-transport.js';
 

@@ -1,12 +1,12 @@
 import { UpstreamFailure, type FailureReason } from './upstream-failure.js';
 
 /**
- * got's and undici's errors (and node:http's and llhttp's beneath them), in the transports' one vocabulary.
+ * undici's errors (and node:http's, ws's and llhttp's beneath them), in the transports' one vocabulary.
  * An UpstreamFailure passes as it is.
  */
 export function libraryFailure(err: unknown): UpstreamFailure {
   if (err instanceof UpstreamFailure) return err;
-  // got wraps an error its stream was destroyed with (got-transport.ts's own failures) in a RequestError.
+  // A library may wrap an error its stream was destroyed with (the transports' own failures).
   const { cause } = err as { cause?: unknown };
   if (cause instanceof UpstreamFailure) return cause;
   const { message } = err as { message?: string };

@@ -7,7 +7,7 @@ import { readWhole, type UpstreamResponse, type UpstreamRequest, type UpstreamTr
  * The gateway's own HTTP/1.1 reader (passthrough-reader.ts) as a transport, for http:// and https://
  * upstreams: its keep-alive pool and shared read buffers, bodies written to the client straight from them.
  * It serves passthrough downloads by default; its whole answers (fetchWhole) exist so that it passes the
- * same conformance suite as got and undici.
+ * same conformance suite as undici.
  */
 export function readerTransport(): UpstreamTransport {
   const pool = new ConnectionPool();

@@ -53,7 +53,7 @@ export interface UpstreamResponse {
 }
 
 /**
- * An HTTP client for upstream calls: got, undici and the gateway's own HTTP/1.1 reader each implement it,
+ * An HTTP client for upstream calls: undici and the gateway's own HTTP/1.1 reader each implement it,
  * fail only with UpstreamFailure (their own errors classified, upstream-failure.ts), and pass one
  * conformance suite (test/http/unit/transport-conformance.test.ts).
  */
@@ -75,7 +75,7 @@ export function exactLength(headers: UpstreamResponse['headers']): number | unde
 
 /**
  * A library's answer refused as the reader refuses it (RFC 9112 6.3): a transfer coding other than plain
- * `chunked` (got and undici decode `gzip, chunked` as chunked and pass gzip bytes on as if they were the
+ * `chunked` (undici decodes `gzip, chunked` as chunked and passes gzip bytes on as if they were the
  * body). The failure to throw; undefined when the framing is fine.
  */
 export function refusedFraming(headers: UpstreamResponse['headers']): UpstreamFailure | undefined {

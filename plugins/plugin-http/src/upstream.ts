@@ -9,7 +9,6 @@ export { ConnectionPool } from './connection-pool.js';
 export { passthroughRequest } from './passthrough-reader.js';
 export type { UpstreamRequest, UpstreamResponse, UpstreamTransport, UpstreamAnswer } from './upstream-transport.js';
 export { UpstreamFailure, notSent, type FailureReason } from './upstream-failure.js';
-export { gotTransport } from './got-transport.js';
 export { undiciTransport } from './undici-transport.js';
 export { readerTransport } from './reader-transport.js';
 export type { UpstreamTls } from './upstream-tls.js';

@@ -1,27 +1,18 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import {
-  gotTransport,
-  notSent,
-  readerTransport,
-  undiciTransport,
-  UpstreamFailure,
-  type UpstreamRequest,
-  type UpstreamTransport,
-} from '@tkgate/plugin-http/upstream';
+import { notSent, readerTransport, undiciTransport, UpstreamFailure, type UpstreamRequest, type UpstreamTransport } from '@tkgate/plugin-http/upstream';
 import { eventually } from '../../support/eventually.js';
 import { bodyOf } from '../../support/upstream-bodies.js';
 import { onRequests } from '../raw-requests.js';
 
 /**
- * One suite, run against each upstream transport through the one interface (upstream-transport.ts): got,
- * undici and the gateway's own HTTP/1.1 reader must answer alike and fail alike, in the one vocabulary of
+ * One suite, run against each upstream transport through the one interface (upstream-transport.ts): undici
+ * and the gateway's own HTTP/1.1 reader must answer alike and fail alike, in the one vocabulary of
  * UpstreamFailure.reason. A raw loopback upstream, in process.
  */
 const transports: Array<[string, () => UpstreamTransport]> = [
   ['undici', undiciTransport],
-  ['got', gotTransport],
   ['reader', readerTransport],
 ];
 
@@ -170,7 +161,7 @@ describe('upstream transports: one conformance suite', () => {
         expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/bad-chunk`), 1000))).to.equal('invalid_response');
         // Streamed: the answer is handed on only once its first body bytes are read, so a malformed first chunk fails the call.
         expect(await reasonOf(transport.post(requestTo(`${base}/bad-chunk`, { streamed: true })))).to.equal('invalid_response');
-        // An unasked 101 at once, in both modes (got waited past its own timeout).
+        // An unasked 101 at once, in both modes.
         expect(await reasonOf(transport.fetchWhole(requestTo(`${base}/switch`, { timeoutMs: 5000 }), 1000))).to.equal('invalid_response');
         expect(await reasonOf(transport.post(requestTo(`${base}/switch`, { timeoutMs: 5000, streamed: true })))).to.equal('invalid_response');
         // A transfer coding other than plain chunked: the libraries decode it as chunked and would pass gzip bytes on.
