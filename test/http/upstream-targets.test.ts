@@ -66,7 +66,7 @@ async function refusedPort(): Promise<number> {
   return port;
 }
 
-const [p1, p2, x, y, z, silent, sick] = await Promise.all([
+const [p1, p2, x, y, z, silent, sick, neverCalled] = await Promise.all([
   startTarget('p1'),
   startTarget('p2'),
   startTarget('x'),
@@ -74,6 +74,8 @@ const [p1, p2, x, y, z, silent, sick] = await Promise.all([
   startTarget('z'),
   startTarget('silent', 'silent'),
   startTarget('sick', 'normal', 5, 'sick'),
+  // Sick from the start and never made healthy: its endpoint's probes must leave it out before any call.
+  startTarget('never-called', 'normal', 5, 'sick'),
 ]);
 const [dead1, dead2] = [await refusedPort(), await refusedPort()];
 after(() => {
@@ -99,6 +101,7 @@ const toolkit = {
     endpoint('idle-get', 'GET', { targets: [silent.url('/idle-get'), p1.url('/idle-get')], timeout: '6s' }),
     endpoint('idle-post', 'POST', { targets: [silent.url('/idle-post'), p1.url('/idle-post')], timeout: '6s' }),
     endpoint('health', 'GET', { targets: [sick.url('/health'), p2.url('/health')], health }),
+    endpoint('probed-at-load', 'GET', { targets: [neverCalled.url('/probed'), p2.url('/probed')], health }),
     endpoint('least', 'POST', { targets: [p1.url('/least'), z.url('/least')], balance: 'least_pending', timeout: '10s' }),
     endpoint('down', 'GET', { targets: [`http://127.0.0.1:${dead1}/`, `http://127.0.0.1:${dead2}/`] }),
     endpoint('forwarded/*', 'GET', { targets: [`http://127.0.0.1:${dead1}/f`, p2.url('/f')], forward: 'request' }),
@@ -238,6 +241,21 @@ for (const transport of ['undici', 'reader'] as const) {
       const ids = [p1, p2, y].flatMap((target) => target.heard.filter((heard) => heard.path === '/post-load').map((heard) => heard.id));
       expect(ids.length, 'no POST heard twice').to.equal(new Set(ids).size);
       expect(ids.length).to.be.at.least(300 - failed.length);
+    });
+
+    it("probes the targets from the toolkit's load: a sick target is out before the first call, which it never hears", async () => {
+      const label = targetLabel(neverCalled, '/probed');
+      // No call yet: only the probes that started with the endpoint's version can have left it out.
+      await eventually(
+        'the sick target out by its probes',
+        async () =>
+          (await scrape(s.gateway)).samples.find(
+            (sample) => sample.name === 'tkgate_upstream_target_up' && sample.labels.endpoint === 'probed-at-load' && sample.labels.target === label,
+          )?.value === 0 || undefined,
+        30_000,
+      );
+      for (let i = 0; i < 4; i++) expect((await get('probed-at-load')).body.data).to.deep.equal({ target: 'p2' });
+      expect(neverCalled.heard.filter((heard) => heard.path === '/probed')).to.deep.equal([]);
     });
 
     it('a target whose health check answers 503 is out, and back once it answers 200', async () => {

@@ -81,7 +81,11 @@ const plugin: TkgatePlugin = {
           ...forwardProblems(config, env.pathParams),
         ];
       },
-      // A version with targets stops its health probes once it is gone.
+      // A version with targets and health checks probes from its load (a dead target is out before any call), and
+      // stops once it is gone.
+      onLoad: (endpoint, config) => {
+        if (config.upstream.targets && config.upstream.health) targets.of(endpoint, config.upstream);
+      },
       onRetire: (endpoint) => targets.retire(endpoint.key),
       warn: (config) => literalCredentials(config.upstream.headers),
       methods: (config) => (config.websocket ? ['GET'] : config.upstream.forward === 'request' ? FORWARD_METHODS : ['GET', 'POST']),

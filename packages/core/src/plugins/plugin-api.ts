@@ -151,6 +151,12 @@ export interface EndpointType<Config> {
    */
   onRetire?(endpoint: EndpointIdentity): void | Promise<void>;
   /**
+   * (1.6) Optional: a version of one of this type's endpoints became live (the gateway's start, or a reload that
+   * added or changed it), before its first request: start what it keeps running (plugin-http's health probes).
+   * Once per version, with its checked config; onRetire (or onClose) ends it. A throw is logged and changes nothing.
+   */
+  onLoad?(endpoint: EndpointIdentity, config: Config): void;
+  /**
    * (1.5) Optional: the methods an endpoint of this type may list in `method`, by its config; default GET and POST.
    * A type that forwards the request itself (plugin-http's `forward: request`) takes more.
    */

@@ -2,8 +2,9 @@ import type { Logger } from '../log.js';
 import type { CompiledEndpoint } from './compiled-toolkit.js';
 
 /**
- * Requests in flight per endpoint version, so a plugin learns (EndpointType.onRetire) when a version a
- * reload replaced or removed is gone for good: retired, and its last request finished.
+ * An endpoint version's life as its type sees it: loaded (EndpointType.onLoad) when a load or reload makes it
+ * live, and, counting its requests in flight, retired (EndpointType.onRetire) when a reload replaced or removed it
+ * and its last request finished.
  */
 export class EndpointLifetimes {
   private readonly inFlight = new Map<CompiledEndpoint, number>();
@@ -25,6 +26,19 @@ export class EndpointLifetimes {
         if (this.retiring.delete(endpoint)) this.notify(endpoint);
       }
     };
+  }
+
+  /** These versions are live now (new ones): each type with onLoad is told, before any request reaches them. */
+  load(endpoints: Iterable<CompiledEndpoint>): void {
+    for (const endpoint of endpoints) {
+      const { type } = endpoint;
+      if (!type.onLoad) continue;
+      try {
+        type.onLoad({ toolkit: endpoint.toolkit, path: endpoint.path, key: endpoint }, endpoint.typeConfig);
+      } catch (err) {
+        this.log.error('endpoint onLoad failed', { endpoint_type: type.type, toolkit: endpoint.toolkit, endpoint: endpoint.path, err });
+      }
+    }
   }
 
   /** These versions are no longer live: each is retired now, or when its last request finishes. */

@@ -8,6 +8,8 @@ export interface SnapshotChanges {
   removed: CompiledToolkit[];
   /** Endpoint versions live before and not after (by identity: an unchanged endpoint is kept as is). */
   retired: Set<CompiledEndpoint>;
+  /** Endpoint versions live after and not before: new ones, loaded (EndpointType.onLoad). */
+  loaded: Set<CompiledEndpoint>;
   /**
    * Whether the reload takes away a toolkit or an endpoint, or serves a toolkit from another file than
    * before: such changes wait for a longer quiet time (see the watcher), as they are what a half-done
@@ -17,7 +19,7 @@ export interface SnapshotChanges {
 }
 
 export function compareSnapshots(before: ToolkitSnapshot, after: ToolkitSnapshot): SnapshotChanges {
-  const changes: SnapshotChanges = { added: [], changed: [], removed: [], retired: new Set(), drastic: false };
+  const changes: SnapshotChanges = { added: [], changed: [], removed: [], retired: new Set(), loaded: new Set(), drastic: false };
   for (const [name, toolkit] of after) {
     const old = before.get(name);
     if (!old) changes.added.push(toolkit);
@@ -25,7 +27,9 @@ export function compareSnapshots(before: ToolkitSnapshot, after: ToolkitSnapshot
   }
   for (const [name, toolkit] of before) if (!after.has(name)) changes.removed.push(toolkit);
   const live = new Set([...after.values()].flatMap(endpointsOf));
-  for (const endpoint of [...before.values()].flatMap(endpointsOf)) if (!live.has(endpoint)) changes.retired.add(endpoint);
+  const was = new Set([...before.values()].flatMap(endpointsOf));
+  for (const endpoint of was) if (!live.has(endpoint)) changes.retired.add(endpoint);
+  for (const endpoint of live) if (!was.has(endpoint)) changes.loaded.add(endpoint);
   changes.drastic =
     changes.removed.length > 0 || changes.changed.some((change) => change.removedEndpoints.length > 0 || change.before.file !== change.after.file);
   return changes;

@@ -187,6 +187,7 @@ export class ToolkitRegistry {
     this.applied = { files: listing.files, missing: listing.missing };
     this.report({ listing, wasMissing, records, resolution, changes, trigger });
     this.reportLastGood(lastGood, resolution, trigger);
+    this.lifetimes.load(changes.loaded);
     this.lifetimes.retire(changes.retired);
     await env.pause?.();
     const recording = this.recordVersions(records);
