@@ -33,6 +33,18 @@ async function startRestService() {
       heard.push(seen);
       const status = /\/status\/(\d+)/.exec(req.url!)?.[1];
       if (req.url!.startsWith('/svc/slow')) return; // never answers
+      // Directory redirects, as servers make them: absolute with the upstream's origin, an absolute path, elsewhere.
+      const origin = `http://${req.headers.host}`;
+      const redirects: Record<string, string> = {
+        '/svc/redirect-absolute': `${origin}/svc/reports/?page=2`,
+        '/svc/redirect-path': '/svc/reports/',
+        '/svc/redirect-outside': '/elsewhere/x',
+        '/svc/redirect-away': 'https://example.com/x',
+      };
+      if (redirects[req.url!]) {
+        res.writeHead(301, { location: redirects[req.url!] });
+        return void res.end();
+      }
       const big = /^\/svc\/big\/(\d+)$/.exec(req.url!);
       if (big) {
         const size = Number(big[1]);
@@ -153,7 +165,8 @@ for (const dialect of dialects) {
       expect(last().url).to.equal('/svc/files/a%20b/c%2Fd.txt');
       const before = rest.heard.length;
       const base = new URL(s.gateway.base).pathname;
-      for (const climb of ['../../etc/passwd', '%2e%2e/%2e%2e/etc', 'x/..%2F..%2Fetc']) {
+      // `..;x` is `..` to Tomcat and Jetty (a path parameter after the dots).
+      for (const climb of ['../../etc/passwd', '%2e%2e/%2e%2e/etc', 'x/..%2F..%2Fetc', '..;/..;/etc', 'x/..;/y', '%2e%2e;jsessionid=1/etc', 'x/.%2E;/y']) {
         const answer = await rawRequest(
           s.gateway.port,
           `GET ${base}/tk/app/inventory/api/${climb} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
@@ -162,6 +175,56 @@ for (const dialect of dialects) {
         expect(JSON.parse(answer.body).error.details[0].field).to.equal('path.*');
       }
       expect(rest.heard.length, 'nothing reached the upstream').to.equal(before);
+    });
+
+    it('refuses a {name} value that is a dot segment (. or .., also percent-encoded in any case): 400 naming path.<name>', async () => {
+      const before = rest.heard.length;
+      const base = new URL(s.gateway.base).pathname;
+      for (const value of ['..', '.', '%2e%2e', '%2E%2e', '.%2E', '%2e']) {
+        const answer = await rawRequest(
+          s.gateway.port,
+          `GET ${base}/tk/app/inventory/hosts/${value} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
+        );
+        expect(answer.status, value).to.equal(400);
+        const error = JSON.parse(answer.body).error;
+        expect(error.code, value).to.equal('invalid_payload');
+        expect(error.details[0].field, value).to.equal('path.host');
+      }
+      expect(rest.heard.length, 'nothing reached the upstream').to.equal(before);
+      // Dots inside a value are no segment of their own: still forwarded.
+      expect((await fetch(url('hosts/web..1'), { headers: { authorization: `Bearer ${token}` } })).status).to.equal(200);
+      expect(last().url).to.equal('/svc/hosts/web..1');
+    });
+
+    it('keeps a trailing slash, and rewrites a Location into the upstream to the gateway path (others as they are)', async () => {
+      const auth = { authorization: `Bearer ${token}` };
+      expect((await fetch(url('api/files/reports/'), { headers: auth })).status).to.equal(200);
+      expect(last().url).to.equal('/svc/files/reports/');
+      expect((await fetch(url('hosts/web-1/?x=1'), { headers: auth })).status).to.equal(200);
+      expect(last().url).to.equal('/svc/hosts/web-1/?x=1');
+      const gatewayPath = `${new URL(s.gateway.base).pathname}/tk/app/inventory/api`;
+      const locations: Record<string, string> = {
+        'redirect-absolute': `${gatewayPath}/reports/?page=2`,
+        'redirect-path': `${gatewayPath}/reports/`,
+        'redirect-outside': '/elsewhere/x',
+        'redirect-away': 'https://example.com/x',
+      };
+      for (const [path, expected] of Object.entries(locations)) {
+        const answer = await fetch(url(`api/${path}`), { headers: auth, redirect: 'manual' });
+        expect(answer.status, path).to.equal(301);
+        expect(answer.headers.get('location'), path).to.equal(expected);
+      }
+    });
+
+    it("replaces the client's Forwarded and X-Real-IP with the gateway's own, as for X-Forwarded-*", async () => {
+      const response = await fetch(url('hosts/web-1'), {
+        headers: { authorization: `Bearer ${token}`, forwarded: 'for=203.0.113.9;proto=https', 'x-real-ip': '203.0.113.9' },
+      });
+      expect(response.status).to.equal(200);
+      const { headers } = last();
+      expect(headers['x-real-ip']).to.equal('127.0.0.1');
+      expect(headers.forwarded).to.equal(`for=127.0.0.1;proto=http;host="${new URL(s.gateway.base).host}"`);
+      expect(JSON.stringify(headers)).to.not.include('203.0.113.9');
     });
 
     it('sends Tkgate-Context (no payload), X-Request-Id, traceparent, X-Forwarded-*; never Authorization, Cookie or Tkgate-*', async () => {

@@ -1,4 +1,4 @@
-import { isSecretReference, StreamedResponse, type ChildSpan, type EndpointCall } from '@tkgate/core';
+import { isSecretReference, StreamedResponse, type ChildSpan, type EndpointCall, type IncomingRequest } from '@tkgate/core';
 import { Agent } from 'undici';
 import { configuredHeaders, type SecretValue } from './configured-headers.js';
 import { ForwardedExchange } from './forwarded-exchange.js';
@@ -62,15 +62,55 @@ function targetOf(upstreamUrl: string): Target {
 }
 
 /**
- * The path and query the upstream hears: its URL's path with the path parameters put in for its `{name}`s (one
- * segment of [A-Za-z0-9._~-] each, checked at step 4), the rest as received, its URL's query then the client's
- * byte for byte.
+ * The path and query the upstream hears: its URL's path with the path parameters put in for its `{name}`s (`base`),
+ * the rest as received, the client's trailing slash (a directory's URL stays one), its URL's query then the
+ * client's byte for byte.
  */
-function pathOf(target: Target, params: Record<string, unknown> | undefined, rest: string, query: string): string {
-  const base = fillPathParams(target.basePath, params);
-  const path = rest === '' ? base || '/' : `${base}/${rest}`;
+function pathOf(target: Target, base: string, incoming: IncomingRequest): string {
+  const { pathRest: rest, query } = incoming;
+  let path = rest === '' ? base || '/' : `${base}/${rest}`;
+  if (incoming.trailingSlash && !path.endsWith('/')) path += '/';
   const joined = [target.baseQuery, query].filter((part) => part !== '').join('&');
   return joined === '' ? path : `${path}?${joined}`;
+}
+
+/** An absolute URL (`scheme://`), a network-path reference (`//host`) or an absolute path: the Locations to look at. */
+const ABSOLUTE = /^(?:[A-Za-z][A-Za-z0-9+.-]*:\/\/|\/)/;
+
+/**
+ * A `Location` pointing into the upstream's own path (its origin, under the endpoint's URL path `base`) as the
+ * gateway's path of the endpoint, so a directory redirect (`/v1/reports` -> `/v1/reports/`) keeps the browser at the
+ * gateway; under `base` only for a wildcard endpoint (another path there has no gateway URL). Any other Location
+ * (another origin, another path, a relative reference, which resolves alike at the gateway) is passed as it is.
+ */
+function locationBack(location: string, target: Target, base: string, gatewayPath: string, wildcard: boolean): string {
+  if (!ABSOLUTE.test(location)) return location;
+  let url: URL;
+  try {
+    url = new URL(location, target.origin);
+  } catch {
+    return location;
+  }
+  if (url.origin !== target.origin) return location;
+  const rest =
+    url.pathname === base
+      ? ''
+      : url.pathname === `${base}/`
+        ? '/'
+        : wildcard && url.pathname.startsWith(`${base}/`)
+          ? url.pathname.slice(base.length)
+          : undefined;
+  return rest === undefined ? location : `${gatewayPath}${rest}${url.search}${url.hash}`;
+}
+
+/** RFC 7239's node: an IPv6 address quoted in brackets, "unknown" and IPv4 as they are. */
+const forwardedNode = (address: string): string => (address.includes(':') ? `"[${address}]"` : address);
+
+/** The Forwarded header the upstream hears (RFC 7239): one element per address of the chain, the last (this hop) with proto and host. */
+function forwardedHeader({ for: chain, proto, host }: IncomingRequest['forwarded']): string {
+  const hops = chain.split(',').map((hop) => `for=${forwardedNode(hop.trim())}`);
+  hops[hops.length - 1] += `;proto=${proto}${host ? `;host="${host.replace(/["\\]/g, '')}"` : ''}`;
+  return hops.join(', ');
 }
 
 /** The request context without its payload, as base64url JSON: who the caller is, for an upstream that wants to know. */
@@ -150,6 +190,8 @@ export class RequestForwarder {
       kind: 'client',
       attributes: { 'http.request.method': call.method, 'server.address': target.hostname, 'server.port': target.port },
     });
+    const base = fillPathParams(target.basePath, call.context.path_params as Record<string, unknown> | undefined);
+    const wildcard = call.endpoint.path === '*' || call.endpoint.path.endsWith('/*');
     const tls = tlsOf(upstream);
     const agent = this.agents.of({ connectionGroup: connectionGroupOf(upstream, tls), caller: call.callerId, tls });
     let headers: ReturnType<RequestForwarder['headersOf']>;
@@ -167,6 +209,7 @@ export class RequestForwarder {
       const exchange = new ForwardedExchange({
         answered(status, headers, body) {
           answered = true;
+          if (typeof headers.location === 'string') headers.location = locationBack(headers.location, target, base, incoming.gatewayPath, wildcard);
           span.setAttribute('http.response.status_code', status);
           resolve(new StreamedResponse(body, headers, status));
         },
@@ -186,7 +229,7 @@ export class RequestForwarder {
       agent.dispatch(
         {
           origin: target.origin,
-          path: pathOf(target, call.context.path_params as Record<string, unknown> | undefined, incoming.pathRest, incoming.query),
+          path: pathOf(target, base, incoming),
           method: call.method as 'GET',
           headers,
           body: incoming.body?.bytes ?? null,
@@ -215,6 +258,9 @@ export class RequestForwarder {
     headers['x-forwarded-for'] = incoming.forwarded.for;
     headers['x-forwarded-proto'] = incoming.forwarded.proto;
     headers['x-forwarded-host'] = incoming.forwarded.host;
+    // The client's own Forwarded and X-Real-IP never reach the upstream (core leaves them out): the gateway's say the same as X-Forwarded-*.
+    headers.forwarded = forwardedHeader(incoming.forwarded);
+    headers['x-real-ip'] = incoming.forwarded.client;
     if (incoming.body) {
       headers['content-type'] = incoming.body.contentType;
       headers['content-length'] = String(incoming.body.bytes.length);

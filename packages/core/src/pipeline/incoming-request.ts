@@ -1,11 +1,12 @@
 import type { TLSSocket } from 'node:tls';
+import { clientAddress } from '../http/client-address.js';
 import type { GatewayContext } from '../http/context.js';
 import type { IncomingRequest } from '../plugins/plugin-api.js';
 import { forwardableHeaders } from './forwarded-headers.js';
 import type { ExecutingState, PayloadFiltered } from './pipeline-state.js';
 
 /** Headers the gateway itself sets towards an upstream that hears the request: a client's own are dropped. */
-const REPLACED = /^(?:tkgate-|x-forwarded-)/;
+const REPLACED = /^(?:tkgate-|x-forwarded-|forwarded$|x-real-ip$)/;
 
 const first = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
 
@@ -24,8 +25,12 @@ export function incomingRequest(ctx: GatewayContext<ExecutingState>, trustProxy:
   for (const name of Object.keys(headers)) if (REPLACED.test(name) || named.includes(name)) delete headers[name];
   const peer = req.socket.remoteAddress ?? 'unknown';
   const chain = trustProxy ? first(req.headers['x-forwarded-for']) : undefined;
+  const pathRest = state.endpoint.template?.wildcard ? (state.pathMatch?.remainder ?? '') : '';
+  const path = ctx.path.length > 1 && ctx.path.endsWith('/') ? ctx.path.slice(0, -1) : ctx.path;
   return {
-    pathRest: state.endpoint.template?.wildcard ? (state.pathMatch?.remainder ?? '') : '',
+    pathRest,
+    trailingSlash: path !== ctx.path,
+    gatewayPath: pathRest !== '' && path.endsWith(`/${pathRest}`) ? path.slice(0, -pathRest.length - 1) : path,
     query: ctx.querystring,
     body: bodyOf(state, first(req.headers['content-type'])),
     headers,
@@ -33,6 +38,7 @@ export function incomingRequest(ctx: GatewayContext<ExecutingState>, trustProxy:
       for: chain ? `${chain}, ${peer}` : peer,
       proto: (trustProxy && first(req.headers['x-forwarded-proto'])) || ((req.socket as TLSSocket).encrypted ? 'https' : 'http'),
       host: (trustProxy && first(req.headers['x-forwarded-host'])) || (req.headers.host ?? ''),
+      client: clientAddress(req, trustProxy),
     },
   };
 }

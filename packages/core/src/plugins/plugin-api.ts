@@ -395,6 +395,13 @@ export interface UpgradeCall {
 export interface IncomingRequest {
   /** A wildcard endpoint's rest of the path as received (percent-encoded; checked to hold no `.` or `..` segment), else ''. */
   pathRest: string;
+  /** (1.6) Whether the client's path ended with a slash (`files/reports/`): a directory's URL, kept when forwarded. */
+  trailingSlash: boolean;
+  /**
+   * (1.6) This endpoint's path at the gateway as the client called it, without the wildcard's rest or a trailing slash
+   * (`/api/tk/app/inventory/files`): where an upstream's `Location` into its own path is rewritten to.
+   */
+  gatewayPath: string;
   /** The query string as received, byte for byte, without the `?` ('' when none). */
   query: string;
   /** The body after client_filter: JSON re-serialised from the filtered payload, a form as received; undefined when none was sent. */
@@ -404,8 +411,12 @@ export interface IncomingRequest {
    * Connection names), Host, Content-Length, trace headers, X-Forwarded-* and Tkgate-*; repeated ones joined.
    */
   headers: Record<string, string>;
-  /** X-Forwarded-For (the chain a trusted proxy sent, then the peer), -Proto and -Host as the upstream should hear them. */
-  forwarded: { for: string; proto: string; host: string };
+  /**
+   * X-Forwarded-For (the chain a trusted proxy sent, then the peer), -Proto and -Host as the upstream should hear them;
+   * (1.6) `client`, the caller's address (server.trust_proxy applied), for X-Real-IP. The client's own Forwarded and
+   * X-Real-IP are among the headers not passed on: the type sets the gateway's.
+   */
+  forwarded: { for: string; proto: string; host: string; client: string };
 }
 
 export interface EndpointIdentity {
