@@ -19,6 +19,7 @@ interface Heard {
   url: string;
   headers: http.IncomingHttpHeaders;
   body: string;
+  bytes: Buffer;
 }
 
 const BIG = 50 * 1024 * 1024;
@@ -29,7 +30,8 @@ async function startRestService() {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const seen = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const bytes = Buffer.concat(chunks);
+      const seen = { method: req.method!, url: req.url!, headers: req.headers, body: bytes.toString('utf8'), bytes };
       heard.push(seen);
       const status = /\/status\/(\d+)/.exec(req.url!)?.[1];
       if (req.url!.startsWith('/svc/slow')) return; // never answers
@@ -108,6 +110,10 @@ const toolkit = {
     {
       ...forward('filtered', `${rest.url}/svc/filtered`, {}, ['POST']),
       client_filter: { allowed_fields: ['name'], field_rules: { name: { type: 'string', max_length: 10 } } },
+    },
+    {
+      ...forward('documents', `${rest.url}/svc/documents`, {}, ['POST', 'PUT']),
+      client_filter: { allowed_content_types: ['text/plain', 'application/xml', 'application/octet-stream', 'application/json'] },
     },
     forward('slow', `${rest.url}/svc/slow`, { timeout: '1s' }, 'GET'),
     forward('malformed', `${hostile.url}/both-lengths`, {}, 'GET'),
@@ -258,6 +264,33 @@ for (const dialect of dialects) {
       const refused = await call('POST', url('filtered'), { token, body: { name: 'far too long a name' } });
       expect(refused.status).to.equal(400);
       expect(refused.body.error.code).to.equal('invalid_payload');
+      expect(rest.heard.length).to.equal(before);
+    });
+
+    it('passes a body of another allowed content type (text/plain, XML, octet-stream) as received; another type is 400', async () => {
+      const bodies: Array<[string, Buffer]> = [
+        ['text/plain; charset=utf-8', Buffer.from('plain text, not JSON {')],
+        ['application/xml', Buffer.from('<?xml version="1.0"?><host name="web-1"/>')],
+        ['application/octet-stream', Buffer.from([0, 255, 254, 1, 0x80, 10, 13])],
+      ];
+      for (const [contentType, bytes] of bodies) {
+        const response = await fetch(url('documents'), {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${token}`, 'content-type': contentType },
+          body: bytes,
+        });
+        expect(response.status, contentType).to.equal(200);
+        expect(last().bytes.equals(bytes), contentType).to.equal(true);
+        expect(last().headers['content-type'], contentType).to.equal(contentType);
+        expect(last().headers['content-length'], contentType).to.equal(String(bytes.length));
+      }
+      const before = rest.heard.length;
+      const refused = await fetch(url('documents'), { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'image/png' }, body: 'x' });
+      expect(refused.status).to.equal(400);
+      expect(((await refused.json()) as { error: { details: object[] } }).error.details[0]).to.include({
+        field: 'content-type',
+        rule: 'allowed_content_types',
+      });
       expect(rest.heard.length).to.equal(before);
     });
 

@@ -46,11 +46,23 @@ export interface BodyLimits {
   timeoutMs: number;
 }
 
+/** A body of another allowed type than JSON or a form: its bytes as received, with its Content-Type. */
+export interface RawBody {
+  contentType: string;
+  bytes: Buffer;
+}
+
+/** The body types parsed into the payload; any other allowed one is passed as received (RawBody). */
+export const PARSEABLE_CONTENT_TYPES = ['application/json', 'application/x-www-form-urlencoded'] as const;
+const isParsed = (type: string): boolean => (PARSEABLE_CONTENT_TYPES as readonly string[]).includes(type);
+
 /**
  * Reads a POST body as JSON or a form, within the limits; nothing is read past them (a Content-Length
- * over the limit is refused before the first byte). Every client mistake is a 4xx naming the field.
+ * over the limit is refused before the first byte). Every client mistake is a 4xx naming the field. A body of
+ * another allowed type (text/plain, XML, octet-stream) is read as bytes, not parsed (`raw`): it is passed as
+ * received by a type that forwards the request.
  */
-export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): Promise<{ body: unknown; form: boolean; text?: string }> {
+export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): Promise<{ body: unknown; form: boolean; text?: string; raw?: RawBody }> {
   if (!hasBody(ctx)) return { body: Object.create(null), form: false };
   // The usual header, exactly, needs no parsing (type-is parsed it twice per request).
   const plainJson = headerOf(ctx, 'content-type') === 'application/json' && limits.allowedContentTypes.includes('application/json');
@@ -60,6 +72,7 @@ export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): 
       { field: 'content-type', rule: 'allowed_content_types', message: `the body must be one of: ${limits.allowedContentTypes.join(', ')}` },
     ]);
   }
+  if (!isParsed(matched)) return { body: Object.create(null), form: false, raw: await readRawBody(ctx, limits) };
   const charset = plainJson ? '' : ctx.request.charset.toLowerCase();
   if (charset !== '' && charset !== 'utf-8' && charset !== 'utf8') {
     throw invalidPayload([{ field: 'content-type', rule: 'charset', message: 'the body must be UTF-8 (charset=utf-8, or no charset)' }]);
@@ -82,6 +95,26 @@ export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): 
   }
   const form = matched === 'application/x-www-form-urlencoded';
   return { body: form ? parseTextFields(text) : parseJsonText(text), form, text };
+}
+
+/** The bytes of a body passed as received: uncompressed only (its bytes are the upstream's to read), within the limits. */
+async function readRawBody(ctx: GatewayContext, limits: BodyLimits): Promise<RawBody> {
+  const encoding = headerOf(ctx, 'content-encoding').toLowerCase();
+  if (encoding !== '' && encoding !== 'identity')
+    throw unreadBody(ctx, invalidPayload([{ field: 'content-encoding', rule: 'encoding', message: 'a body passed as received must not be compressed' }]));
+  const endpointBinds = limits.endpointMax !== undefined && limits.endpointMax < limits.serverMax;
+  const limit = endpointBinds ? limits.endpointMax! : limits.serverMax;
+  const tooLarge = () =>
+    endpointBinds ? invalidPayload([{ field: 'body', rule: 'max_body_bytes', message: `the body must be at most ${limit} bytes` }]) : payloadTooLarge(limit);
+  if (declaredLength(ctx) > limit) throw unreadBody(ctx, tooLarge());
+  try {
+    const bytes = await readBytes(ctx, declaredLength(ctx), limit, limits.timeoutMs);
+    return { contentType: headerOf(ctx, 'content-type'), bytes };
+  } catch (err) {
+    if (err instanceof GatewayError) throw unreadBody(ctx, err);
+    if ((err as { status?: number }).status === 413) throw unreadBody(ctx, tooLarge());
+    throw unreadBody(ctx, clientMistake(err) ?? internalError(err));
+  }
 }
 
 /**
@@ -114,8 +147,19 @@ const isPlainDeclared = (ctx: GatewayContext): boolean => {
  * and chunked bodies. A client that stops early gets raw-body's error for it. The body timeout is its own
  * timer, cleared with the listeners: withinBodyTimeout's race and its two promises cost every JSON call.
  */
-function readDeclaredBody(ctx: GatewayContext, length: number, timeoutMs: number): Promise<string> {
+async function readDeclaredBody(ctx: GatewayContext, length: number, timeoutMs: number): Promise<string> {
+  const bytes = await readBytes(ctx, length, length, timeoutMs);
+  const text = bytes.toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+/**
+ * The body's bytes: exactly `length` when declared (Node's parser delivers no more), else (chunked) at most `limit`
+ * (413 past it). The body timeout is its own timer, cleared with the listeners.
+ */
+function readBytes(ctx: GatewayContext, length: number, limit: number, timeoutMs: number): Promise<Buffer> {
   const req = ctx.req;
+  const declared = length > 0;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
@@ -128,14 +172,17 @@ function readDeclaredBody(ctx: GatewayContext, length: number, timeoutMs: number
         : undefined;
     const onData = (chunk: Buffer) => {
       received += chunk.length;
+      if (received > limit) {
+        done();
+        return reject(Object.assign(new Error('request entity too large'), { status: 413, type: 'entity.too.large' }));
+      }
       chunks.push(chunk);
     };
     const onEnd = () => {
       done();
-      if (received !== length)
+      if (declared && received !== length)
         return reject(Object.assign(new Error('request size did not match content length'), { status: 400, type: 'request.size.invalid' }));
-      const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)).toString('utf8');
-      resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
     };
     const onClose = () => {
       done();

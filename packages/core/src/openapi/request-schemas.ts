@@ -1,7 +1,11 @@
 import type { PayloadFields } from '../plugins/plugin-api.js';
+import { PARSEABLE_CONTENT_TYPES } from '../http/payload-body.js';
 import type { JsonSchema } from '../plugins/response-description.js';
 import type { CompiledEndpoint } from '../toolkits/compiled-toolkit.js';
 import type { CompiledClientFilter, CompiledFieldRule } from '../toolkits/client-filter.js';
+
+/** The body types the gateway parses into the payload (the others are passed as received). */
+const PARSED: ReadonlySet<string> = new Set(PARSEABLE_CONTENT_TYPES);
 
 /**
  * client_filter as OpenAPI: the query parameters of a GET, the request body of a POST. Fields not in
@@ -73,7 +77,8 @@ export function requestBody(filter: CompiledClientFilter, fields: PayloadFields,
   const maxBodyBytes = Math.min(filter.maxBodyBytes ?? serverMaxBodyBytes, serverMaxBodyBytes);
   return {
     required: required.length > 0,
-    content: Object.fromEntries(filter.allowedContentTypes.map((type) => [type, { schema }])),
+    // A body of another type is not parsed: its bytes, passed as received.
+    content: Object.fromEntries(filter.allowedContentTypes.map((type) => [type, { schema: PARSED.has(type) ? schema : { type: 'string', format: 'binary' } }])),
     'x-max-body-bytes': maxBodyBytes,
   };
 }

@@ -45,6 +45,7 @@ export function incomingRequest(ctx: GatewayContext<ExecutingState>, trustProxy:
 
 function bodyOf(state: ExecutingState & Partial<PayloadFiltered>, contentType: string | undefined): IncomingRequest['body'] {
   if (!state.bodyRead) return undefined;
+  if (state.rawBody) return state.rawBody;
   if (state.formText !== undefined) return { contentType: contentType ?? 'application/x-www-form-urlencoded', bytes: Buffer.from(state.formText) };
   return { contentType: 'application/json', bytes: Buffer.from(JSON.stringify(state.payload ?? {})) };
 }

@@ -2,6 +2,7 @@ import type { GatewayState } from '../http/context.js';
 import type { RequestContext } from '../plugins/plugin-api.js';
 import type { CompiledEndpoint, CompiledToolkit } from '../toolkits/compiled-toolkit.js';
 import type { PathMatch } from '../toolkits/path-templates.js';
+import type { RawBody } from '../http/payload-body.js';
 
 /**
  * A toolkit request's state, stage by stage (toolkit-pipeline.ts): each stage's type is what the stages
@@ -31,8 +32,10 @@ export interface PayloadFiltered {
   pathParams?: Record<string, unknown>;
   /** A form body as received (a type that forwards the request sends it so); a JSON body is re-serialised from the payload. */
   formText?: string;
-  /** Whether the request had a body (the payload came from it). */
+  /** Whether the request had a body (the payload came from it, or it is rawBody). */
   bodyRead?: boolean;
+  /** A body of another allowed type (text/plain, XML, octet-stream): not parsed (the payload is empty), passed as received. */
+  rawBody?: RawBody;
 }
 /** Step 5. */
 export interface DbContextRead {

@@ -38,11 +38,12 @@ export function payloadFilterStep(server: BodyLimits): Stage<FilteringState, Pay
       allowedContentTypes: filter.allowedContentTypes,
       timeoutMs: server.body_timeout_ms,
     };
-    return readPayloadBody(ctx, limits).then(({ body, form, text }) => {
+    return readPayloadBody(ctx, limits).then(({ body, form, text, raw }) => {
       filterPayload(ctx, asPayloadObject(body), form ? 'text-fields' : 'json');
       const state = ctx.state as FilteringState & PayloadFiltered;
-      state.bodyRead = text !== undefined;
+      state.bodyRead = text !== undefined || raw !== undefined;
       if (form) state.formText = text;
+      if (raw) state.rawBody = raw;
       return next();
     });
   };

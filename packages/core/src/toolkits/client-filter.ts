@@ -83,7 +83,7 @@ export function compileClientFilter(
     allowedFields: allowed,
     requiredFields: filter.required_fields ?? [],
     maxBodyBytes: filter.max_body_bytes,
-    allowedContentTypes: filter.allowed_content_types ?? PARSEABLE_CONTENT_TYPES,
+    allowedContentTypes: filter.allowed_content_types?.map((type) => type.toLowerCase()) ?? PARSEABLE_CONTENT_TYPES,
     fieldRules,
     pathRules,
   };

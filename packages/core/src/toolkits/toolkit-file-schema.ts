@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PARSEABLE_CONTENT_TYPES } from '../http/payload-body.js';
 import { durationMs } from '../plugins/config-schemas.js';
 import { rateLimitSchema } from '../rate-limits/rate-limit-rule.js';
 import { ENTRY } from './db-context-entries.js';
@@ -29,7 +30,10 @@ const fieldRule = z.strictObject({
 });
 export type FieldRuleConfig = z.infer<typeof fieldRule>;
 
-export const PARSEABLE_CONTENT_TYPES = ['application/json', 'application/x-www-form-urlencoded'] as const;
+export { PARSEABLE_CONTENT_TYPES };
+
+/** A media type `type/subtype` (RFC 9110 8.3.1 tokens, no parameters, no wildcard): a body taken as bytes, passed as received. */
+const OTHER_CONTENT_TYPE = /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+$/;
 
 const clientFilter = z.strictObject({
   allowed_fields: z.array(fieldName).optional().describe('Only these fields reach the endpoint; others are stripped silently. Absent: every field passes.'),
@@ -43,7 +47,21 @@ const clientFilter = z.strictObject({
     .min(0)
     .optional()
     .describe('A larger POST body is 400 invalid_payload (server.max_body_bytes still caps everything with 413).'),
-  allowed_content_types: z.array(z.enum(PARSEABLE_CONTENT_TYPES)).min(1).optional().describe('The POST body types accepted; default both.'),
+  allowed_content_types: z
+    .array(
+      z.union([
+        z.enum(PARSEABLE_CONTENT_TYPES),
+        z
+          .string()
+          .regex(OTHER_CONTENT_TYPE, 'must be a media type such as text/plain (type/subtype, no parameters)')
+          .describe(
+            'Another media type (text/plain, application/xml, application/octet-stream): its body is not parsed, and a type that forwards the request passes it as received.',
+          ),
+      ]),
+    )
+    .min(1)
+    .optional()
+    .describe('The body types accepted; default application/json and application/x-www-form-urlencoded.'),
   field_rules: z
     .record(fieldName, fieldRule.describe('Rules for this field, checked when it is present.'))
     .optional()
