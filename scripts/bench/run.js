@@ -241,7 +241,7 @@ async function main() {
       ],
       [atLeast(1.0, 'fast-gateway (Map token check)'), cpuAtMost(0.9, 'bare Koa + undici proxy (no auth)'), atLeast(0.45, 'upstream direct')],
     );
-    for (const proc of [koaProxy, onGot, expressGateway, caddy, nginx]) await proc?.stop();
+    for (const proc of [koaProxy, expressGateway, caddy, nginx]) await proc?.stop();
   }
   await fastGateway?.stop();
   await twoWorkers?.stop();
