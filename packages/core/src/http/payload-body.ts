@@ -77,10 +77,8 @@ export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): 
   if (charset !== '' && charset !== 'utf-8' && charset !== 'utf8') {
     throw invalidPayload([{ field: 'content-type', rule: 'charset', message: 'the body must be UTF-8 (charset=utf-8, or no charset)' }]);
   }
-  const endpointBinds = limits.endpointMax !== undefined && limits.endpointMax < limits.serverMax;
-  const limit = endpointBinds ? limits.endpointMax! : limits.serverMax;
-  const tooLarge = () =>
-    endpointBinds ? invalidPayload([{ field: 'body', rule: 'max_body_bytes', message: `the body must be at most ${limit} bytes` }]) : payloadTooLarge(limit);
+  const limit = bodyLimit(limits);
+  const tooLarge = () => tooLargeFor(limits);
   // A declared length is checked here, exactly: the readers' own check truncates it to 32 bits.
   if (declaredLength(ctx) > limit) throw unreadBody(ctx, tooLarge());
   let text: string;
@@ -97,15 +95,24 @@ export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): 
   return { body: form ? parseTextFields(text) : parseJsonText(text), form, text };
 }
 
+const endpointBinds = (limits: BodyLimits): boolean => limits.endpointMax !== undefined && limits.endpointMax < limits.serverMax;
+
+/** The byte limit that binds: the endpoint's max_body_bytes when lower, else server.max_body_bytes. */
+const bodyLimit = (limits: BodyLimits): number => (endpointBinds(limits) ? limits.endpointMax! : limits.serverMax);
+
+/** A body past bodyLimit: 400 max_body_bytes for the endpoint's limit, 413 for the server's. */
+const tooLargeFor = (limits: BodyLimits): GatewayError =>
+  endpointBinds(limits)
+    ? invalidPayload([{ field: 'body', rule: 'max_body_bytes', message: `the body must be at most ${limits.endpointMax!} bytes` }])
+    : payloadTooLarge(limits.serverMax);
+
 /** The bytes of a body passed as received: uncompressed only (its bytes are the upstream's to read), within the limits. */
 async function readRawBody(ctx: GatewayContext, limits: BodyLimits): Promise<RawBody> {
   const encoding = headerOf(ctx, 'content-encoding').toLowerCase();
   if (encoding !== '' && encoding !== 'identity')
     throw unreadBody(ctx, invalidPayload([{ field: 'content-encoding', rule: 'encoding', message: 'a body passed as received must not be compressed' }]));
-  const endpointBinds = limits.endpointMax !== undefined && limits.endpointMax < limits.serverMax;
-  const limit = endpointBinds ? limits.endpointMax! : limits.serverMax;
-  const tooLarge = () =>
-    endpointBinds ? invalidPayload([{ field: 'body', rule: 'max_body_bytes', message: `the body must be at most ${limit} bytes` }]) : payloadTooLarge(limit);
+  const limit = bodyLimit(limits);
+  const tooLarge = () => tooLargeFor(limits);
   if (declaredLength(ctx) > limit) throw unreadBody(ctx, tooLarge());
   try {
     const bytes = await readBytes(ctx, declaredLength(ctx), limit, limits.timeoutMs);
