@@ -284,8 +284,14 @@ for (const dialect of dialects) {
       await call('POST', `${a.base}/runs/${id}/cancel`, { token: tokens.ann });
     });
 
+    /** `tkgate runs ...` with the gateways' configuration (their database and toolkits.dir), or another toolkits.dir. */
+    const cliWith =
+      (dir: string) =>
+      (...args: string[]) =>
+        runCli(['runs', ...args, '--config', writeConfig({ db: s.bed.dbConfig, toolkits: { dir } })], { env: { APPROVAL_TEST_TOKEN: SECRET } });
+
     it('approves and rejects from the CLI as the operator (actor cli)', async () => {
-      const cli = (...args: string[]) => runCli(['runs', ...args, '--config', writeConfig({ db: s.bed.dbConfig })]);
+      const cli = cliWith(toolkits);
       const first = await ask('deploy');
       const approvedByCli = await cli('approve', first, '--comment', 'operator says go');
       expect(approvedByCli.code, approvedByCli.stderr).to.equal(0);
@@ -305,6 +311,19 @@ for (const dialect of dialects) {
       const rows = await auditActions(second);
       expect(rows.find((row) => row.action === 'run_reject')).to.include({ actor: 'cli' });
       expect(lines(second)).to.deep.equal([]);
+    });
+
+    it('refuses a CLI approval of a run whose endpoint definition is not the one it was asked for, as the route does', async () => {
+      // The CLI reads toolkits.dir as the gateway does: here a directory where the endpoint's definition differs.
+      const elsewhere = toolkitDir({ 'ops.yaml': { name: 'ops', type: 'app', endpoints: endpoints('changed for the CLI') } });
+      const id = await ask('edited');
+      const refused = await cliWith(elsewhere)('approve', id, '--comment', 'go');
+      expect(refused.code).to.equal(1);
+      expect(refused.stderr).to.include('not awaiting approval (expired)');
+      expect(await runOf(id)).to.include({ status: 'expired', reason: 'definition_changed' });
+      expect((await runOf(id)).approvals).to.deep.equal([]);
+      await eventually('run_expire is recorded', async () => (await auditActions(id)).some((row) => row.action === 'run_expire'));
+      expect(lines(id)).to.deep.equal([]);
     });
 
     // Last: it rewrites the toolkit file.

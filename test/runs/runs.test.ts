@@ -50,6 +50,7 @@ const ops = {
     async('watched', [jsonOut], { runs: { view_power: 50, cancel_power: 60 } }),
     async('held', [sleeper], { max_concurrency: 1, max_queued: 500 }),
     async('release/{service}', [waits], { env: { GO_DIR: goDir }, concurrency_key: '$path.service' }),
+    async('keyed', [waits], { env: { GO_DIR: goDir }, concurrency_key: '$payload.service' }),
   ],
 };
 
@@ -216,6 +217,31 @@ for (const dialect of dialects) {
       for (const id of [api, apiAgain, web]) expect((await ended(id, token)).status).to.equal('succeeded');
     });
 
+    it('keys a concurrency_key by its text form (1 and "1" are one key) and refuses objects and arrays with 400 naming the field', async () => {
+      const token = await s.login('ann');
+      const client = toolkitClient(base(), token);
+      const statusOf = async (id: string) => (await runOf(id, token)).body.data.status as string;
+      const number = (await client.post('ops', 'keyed', { service: 1 })).body.data.run_id as string;
+      await eventually('the run keyed 1 runs', async () => (await statusOf(number)) === 'running');
+      const text = (await client.post('ops', 'keyed', { service: '1' })).body.data.run_id as string;
+      const other = (await client.post('ops', 'keyed', { service: 2 })).body.data.run_id as string;
+      await eventually('the run keyed 2 runs beside it', async () => (await statusOf(other)) === 'running');
+      expect(await statusOf(text)).to.equal('queued');
+      for (const service of [['1'], { name: '1' }]) {
+        const refused = await client.post('ops', 'keyed', { service });
+        expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
+        expect(refused.body.error.code).to.equal('invalid_payload');
+        expect(refused.body.error.details[0]).to.include({ field: 'service', rule: 'type' });
+      }
+      const listed = (await call('GET', `${base()}/runs?endpoint=keyed`, { token })).body.data.runs as Array<{ id: string }>;
+      expect(listed.map((run) => run.id).sort()).to.deep.equal([number, text, other].sort());
+      go(number);
+      await eventually('the run keyed "1" runs once the one keyed 1 ended', async () => (await statusOf(text)) === 'running');
+      go(text);
+      go(other);
+      for (const id of [number, text, other]) expect((await ended(id, token)).status).to.equal('succeeded');
+    });
+
     it('shows a run to its caller, runs.view_power and admins only: 404 run_not_found for anyone else, as for an unknown id', async () => {
       const annToken = await s.login('ann');
       const id = (await toolkitClient(base(), annToken).post('ops', 'watched', {})).body.data.run_id;
@@ -348,5 +374,13 @@ describe(`runs: configuration problems (${dialects[0]!.name})`, function () {
       .and.include("host is not a parameter of the endpoint's path");
     const pathOk = await check({ path: 'x/{service}', run: 'async', concurrency_key: '$path.service' });
     expect(pathOk.code, pathOk.stdout + pathOk.stderr).to.equal(0);
+  });
+
+  it('refuses a concurrency_key naming a context field that is an object in every call', async () => {
+    for (const field of ['payload', 'db_context']) {
+      const result = await check({ run: 'async', concurrency_key: `$context.${field}` });
+      expect(result.code, field).to.equal(1);
+      expect(result.stdout).to.include('endpoints.0.concurrency_key').and.include('a concurrency key is a string, number or boolean');
+    }
   });
 });

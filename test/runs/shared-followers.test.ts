@@ -5,7 +5,7 @@ import { dialects } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { withDatabase } from '../support/suite.js';
 
-const { RunFeeds, FOLLOW_POLL_MS } = await coreModule<typeof import('../../packages/core/src/runs/run-feeds.js')>('runs/run-feeds.js');
+const { RunFeeds, FOLLOW_POLL_MS } = await coreModule<typeof import('../../packages/core/src/runs/output/run-feeds.js')>('runs/output/run-feeds.js');
 
 /** The store as the feeds use it, counting the reads they make. */
 class CountingStore extends RunStore {

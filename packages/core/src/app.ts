@@ -92,7 +92,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
     apiKeyRoutes(services),
     openApiRoutes(services),
     adminAuditRoutes(services),
-    runRoutes(services),
+    runRoutes({ ...services, reads: services.runs.store, feeds: services.runs.feeds, commands: services.runs.commands }),
     consoleRoutes(services),
     toolkitRoutes(services, at),
     ...(services.routes ?? []),

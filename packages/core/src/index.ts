@@ -92,6 +92,9 @@ export { NOT_CONVERTIBLE } from './db/column-types.js';
 export type { ColumnType, ColumnKind } from './db/column-types.js';
 export { jsonDepthExceeds } from './json/json-limits.js';
 export { RunStore } from './runs/run-store.js';
+export { offlineRunCommands } from './runs/offline-commands.js';
+export { OPERATOR as RUN_OPERATOR } from './runs/run-commands.js';
+export { commentProblem } from './runs/approvals/approval-deciders.js';
 export type { OutputChunk } from './runs/run-store.js';
 export { runData, ALL_STATUSES as RUN_STATUSES, ENDED_STATUSES as ENDED_RUN_STATUSES } from './runs/run-record.js';
 export type { RunRow, RunStatus } from './runs/run-record.js';
@@ -104,7 +107,7 @@ export { secretReference, secretOr, isSecretReference, type SecretReference } fr
 export { SecretMask, SecretStreamMask, MASK } from './secrets/secret-mask.js';
 export type { SecretScheme, SecretSource, SecretPlace } from './secrets/secret-schemes.js';
 export { AdmissionGate, EndpointGates } from './plugins/admission-gate.js';
-export { checkToolkitDirectory, withLoadedPlugins } from './toolkits/check-directory.js';
+export { checkToolkitDirectory, withLoadedPlugins, withLoadedToolkits } from './toolkits/check-directory.js';
 export { toolkitFileJsonSchema } from './toolkits/toolkit-json-schema.js';
 export { openApiDocument } from './openapi/openapi-document.js';
 export { describeProblem, problemFields, type ToolkitProblem } from './toolkits/config-issues.js';

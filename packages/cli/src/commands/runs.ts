@@ -1,7 +1,20 @@
-import { ENDED_RUN_STATUSES, recordCliChange, RUN_STATUSES, RunStore, runData, type RunRow } from '@tkgate/core';
+import {
+  commentProblem,
+  createLogger,
+  ENDED_RUN_STATUSES,
+  GatewayError,
+  migrateToLatest,
+  offlineRunCommands,
+  RUN_OPERATOR,
+  RUN_STATUSES,
+  RunStore,
+  runData,
+  withLoadedToolkits,
+  type RunRow,
+} from '@tkgate/core';
 import { UsageError } from '../cli-error.js';
 import type { Command } from './command.js';
-import { withDatabase } from './context.js';
+import { configFrom, withDatabase } from './context.js';
 
 /** How often `runs output --follow` reads new output. */
 const FOLLOW_POLL_MS = 250;
@@ -76,6 +89,16 @@ export const runsOutput: Command = {
   },
 };
 
+/** A command's refusal (run_ended, run_not_pending, already_decided) as the CLI says it: `run ID: message`. */
+async function asOperator<T>(id: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof GatewayError) throw new Error(`run ${id}: ${err.message}`, { cause: err });
+    throw err;
+  }
+}
+
 export const runsCancel: Command = {
   name: 'runs cancel',
   usage: 'runs cancel ID',
@@ -83,26 +106,20 @@ export const runsCancel: Command = {
   options: {},
   operands: { min: 1, max: 1 },
   async run({ values, operands: [id] }) {
-    const status = await withDatabase(values, async (db) => {
-      const store = new RunStore(db);
+    const how = await withDatabase(values, async (db, config) => {
+      const { store, commands } = offlineRunCommands(db, config);
       const run = await found(store, id!);
-      if (ENDED_RUN_STATUSES.has(run.status)) throw new Error(`run ${id} has ended (${run.status})`);
-      const now = Date.now();
-      const how = (await store.cancelWaiting(id!, 'cli', now)) ? 'cancelled' : (await store.requestCancel(id!, 'cli', now)) ? 'cancelling' : undefined;
-      if (!how) {
-        const again = await found(store, id!);
-        if (ENDED_RUN_STATUSES.has(again.status)) throw new Error(`run ${id} has ended (${again.status})`);
-      }
-      await recordCliChange(db, 'run_cancel', { run_id: id, toolkit: run.toolkit, endpoint: run.endpoint });
-      // A waiting run ends here; a running one ends on its instance, which records its end.
-      if (how === 'cancelled') await recordCliChange(db, 'run_end', { run_id: id, status: 'cancelled', reason: 'cancelled_by' });
-      return how ?? 'cancelling';
+      return (await asOperator(id!, () => commands.cancel(run, RUN_OPERATOR))).how;
     });
-    process.stdout.write(`run ${id}: ${status}\n`);
+    process.stdout.write(`run ${id}: ${how}\n`);
   },
 };
 
-/** `runs approve` and `runs reject`: an operator at the server decides as `cli` (one approver, whoever runs the command). */
+/**
+ * `runs approve` and `runs reject`: an operator at the server decides as `cli` (one approver, whoever runs the
+ * command), under the gateway's rules: the run must await approval still, within its `expires`, for the endpoint
+ * definition it was asked for (read from toolkits.dir as the gateway loads it; a changed one ends the run expired).
+ */
 function decision(decision: 'approve' | 'reject'): Command {
   return {
     name: `runs ${decision}`,
@@ -115,21 +132,17 @@ function decision(decision: 'approve' | 'reject'): Command {
     operands: { min: 1, max: 1 },
     async run({ values, operands: [id] }) {
       const comment = typeof values.comment === 'string' && values.comment !== '' ? values.comment : null;
-      if (decision === 'reject' && comment === null) throw new UsageError('runs reject needs --comment saying why');
-      if (comment !== null && comment.length > 1000) throw new UsageError('--comment must be at most 1000 characters');
-      const status = await withDatabase(values, async (db) => {
-        const store = new RunStore(db);
+      const problem = commentProblem(comment, decision);
+      if (problem) throw new UsageError(`--comment: ${problem.message}`);
+      const config = configFrom(values);
+      const log = createLogger('error', (line) => process.stderr.write(line + '\n'));
+      const outcome = await withLoadedToolkits(config, log, async (snapshot, db) => {
+        await migrateToLatest(db);
+        const { store, commands } = offlineRunCommands(db, config, snapshot);
         const run = await found(store, id!);
-        if (run.status !== 'awaiting_approval' || (run.expires_at !== null && run.expires_at <= Date.now()))
-          throw new Error(`run ${id} is not awaiting approval (${run.status})`);
-        const outcome = await store.decide(id!, { key: 'cli', userId: null, username: 'cli' }, decision, comment, Date.now());
-        if (outcome === 'already_decided') throw new Error(`run ${id}: the operator has decided on it already`);
-        if (outcome === 'not_pending') throw new Error(`run ${id} is not awaiting approval (${(await found(store, id!)).status})`);
-        await recordCliChange(db, `run_${decision}`, { run_id: id, toolkit: run.toolkit, endpoint: run.endpoint, ...(comment !== null && { comment }) });
-        if (outcome === 'rejected') await recordCliChange(db, 'run_end', { run_id: id, status: 'rejected' });
-        return outcome === 'recorded' ? 'approved, waiting for more approvals' : outcome;
+        return (await asOperator(id!, () => commands.decide(run, { kind: 'operator' }, decision, comment, RUN_OPERATOR))).outcome;
       });
-      process.stdout.write(`run ${id}: ${status}\n`);
+      process.stdout.write(`run ${id}: ${outcome === 'recorded' ? 'approved, waiting for more approvals' : outcome}\n`);
     },
   };
 }

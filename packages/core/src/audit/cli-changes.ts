@@ -1,5 +1,6 @@
 import { userInfo } from 'node:os';
 import type { Database } from '../db/connect.js';
+import type { AuditEvent } from './audit-event.js';
 import { writeAuditEvent } from './audit-trail.js';
 
 /** The operating-system account that ran the command, when the system can tell. */
@@ -23,4 +24,19 @@ export async function recordCliChange(db: Database, action: string, details: Rec
   } catch (err) {
     throw new Error(`the change was made, but its audit event was not written: ${(err as Error).message}`, { cause: err });
   }
+}
+
+/**
+ * An audit trail for a command's own events as shared code records them (runs/run-commands.ts): each a CLI change,
+ * with the event's toolkit and endpoint among its details.
+ */
+export function cliAuditTrail(db: Database): { record(event: AuditEvent): Promise<void> } {
+  return {
+    record: (event) =>
+      recordCliChange(db, event.action, {
+        ...event.details,
+        ...(event.toolkit != null && { toolkit: event.toolkit }),
+        ...(event.endpoint != null && { endpoint: event.endpoint }),
+      }),
+  };
 }

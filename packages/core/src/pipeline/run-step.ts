@@ -18,7 +18,7 @@ type RunState = ExecutingState & Authenticated & PayloadFiltered & Partial<Audit
 export function runStep(runs: Runs, base: string): Stage<RunState> {
   const submit = async (ctx: GatewayContext<RunState>, plan: DetachedPlan): Promise<void> => {
     const { endpoint, caller, credential, payload, pathParams } = ctx.state;
-    const id = await runs.submit({
+    const id = await runs.commands.submit({
       endpoint,
       plan,
       method: ctx.method === 'HEAD' ? 'GET' : ctx.method,
@@ -29,6 +29,7 @@ export function runStep(runs: Runs, base: string): Stage<RunState> {
       payload,
       pathParams,
       keptPayload: listedFields(payload, endpoint.auditFields),
+      ...(ctx.state.internalRun && { internal: ctx.state.internalRun }),
     });
     if (ctx.state.auditDetails) ctx.state.auditDetails.run_id = id;
     const links = runLinks(base, id);
@@ -38,7 +39,7 @@ export function runStep(runs: Runs, base: string): Stage<RunState> {
   // Not async: an endpoint that does not run as a job goes on to step 9 without a promise of its own (an async
   // stage cost every proxied call a promise and three microtask turns around `next`).
   return (ctx, next) => {
-    const plan = runs.planOf(ctx.state.endpoint);
+    const plan = runs.plans.planOf(ctx.state.endpoint);
     return plan ? submit(ctx, plan) : next();
   };
 }

@@ -6,13 +6,14 @@ import { lockRow, writeTransaction } from '../db/write-transaction.js';
 import { KeyedBatches } from './run-intake.js';
 import { ENDED_STATUSES, RUN_COLUMNS, toRunRow, type RunDecision, type RunReason, type RunRow, type RunStatus } from './run-record.js';
 
-/** A queue's name: the endpoint's toolkit, path and method, hashed to a fixed width. */
-export const queueOf = (toolkit: string, endpoint: string, method: string): string =>
-  createHash('sha256').update(`${toolkit}\0${endpoint}\0${method}`).digest('hex');
 /** What a claim answers when its queue's every place is taken: max_concurrency runs running, on any instance. */
 export const FULL = Symbol('full');
-/** A concurrency key's value, hashed: the value itself (a payload field) is never stored. */
-export const keyOf = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex');
+
+/**
+ * What else a state change writes, in its transaction (run-transitions.ts): called only when the change was made,
+ * so its rows commit with the change or not at all.
+ */
+export type AlsoWrite = (trx: Knex.Transaction) => Promise<void>;
 
 export interface NewRun {
   id: string;
@@ -147,6 +148,7 @@ const INTAKE_BATCH = 50;
 interface Submission {
   run: NewRun;
   maxQueued: number;
+  also?: AlsoWrite;
 }
 
 /** A new run's row. */
@@ -187,7 +189,7 @@ type WaitingRun = QueuedRun & { context: string | null; request_id: string | nul
 /**
  * The waiting runs (oldest first) a claim starts: at most `free`, none whose concurrency key a running run holds,
  * and a key seen waiting keeps its younger runs waiting too (one key's runs start in order). A run approved for
- * another definition of the endpoint than this instance's is never started here (runs.ts ends it expired).
+ * another definition of the endpoint than this instance's is never started here (approvals/approval-binding.ts ends it expired).
  */
 function startable(waiting: WaitingRun[], running: Array<{ concurrency_key: string | null }>, free: number, definitionHash?: string): WaitingRun[] {
   const busyKeys = new Set(running.map((row) => row.concurrency_key).filter((key) => key !== null));
@@ -213,8 +215,8 @@ export class RunStore {
   private readonly intake = new KeyedBatches<Submission, boolean>((queue, submissions) => this.record(queue, submissions), INTAKE_BATCH);
 
   /** Records a queued run in its queue (`queueOf` its endpoint), unless the queue already has `maxQueued` waiting: then false. */
-  submit(queue: string, run: NewRun, maxQueued: number): Promise<boolean> {
-    return this.intake.add(queue, { run, maxQueued });
+  submit(queue: string, run: NewRun, maxQueued: number, also?: AlsoWrite): Promise<boolean> {
+    return this.intake.add(queue, { run, maxQueued, ...(also && { also }) });
   }
 
   /** One batch of a queue's submits, oldest first, under its intake lock: each recorded while the queue has room. */
@@ -230,6 +232,7 @@ export class RunStore {
       });
       const rows = submissions.filter((_, i) => recorded[i]).map(({ run }) => runRow(run, queue));
       if (rows.length > 0) await trx('runs').insert(rows);
+      for (const [i, { also }] of submissions.entries()) if (recorded[i] && also) await also(trx);
       return recorded;
     });
   }
@@ -266,7 +269,14 @@ export class RunStore {
    * counted one after another: a reject ends the run `rejected`; the approval that makes the quorum queues it,
    * exactly once (the count is made inside the lock, and (run_id, approver) is unique).
    */
-  async decide(id: string, approver: Approver, decision: 'approve' | 'reject', comment: string | null, now: number): Promise<DecisionOutcome> {
+  async decide(
+    id: string,
+    approver: Approver,
+    decision: 'approve' | 'reject',
+    comment: string | null,
+    now: number,
+    also?: (trx: Knex.Transaction, outcome: 'queued' | 'rejected') => Promise<void>,
+  ): Promise<DecisionOutcome> {
     return writeTransaction(this.db, async (trx) => {
       const run = await lockRow(trx, 'runs', { id }, ['status', 'quorum']);
       if (!run || run.status !== 'awaiting_approval') return 'not_pending';
@@ -282,11 +292,13 @@ export class RunStore {
       });
       if (decision === 'reject') {
         await trx('runs').where({ id, status: 'awaiting_approval' }).update({ status: 'rejected', ended_at: now, context: null });
+        await also?.(trx, 'rejected');
         return 'rejected';
       }
       const approved = await trx('run_approvals').where({ run_id: id, decision: 'approve' }).count({ n: '*' }).first();
       if (Number(approved?.n ?? 0) < Number(run.quorum ?? 1)) return 'recorded';
       await trx('runs').where({ id, status: 'awaiting_approval' }).update({ status: 'queued' });
+      await also?.(trx, 'queued');
       return 'queued';
     });
   }
@@ -359,6 +371,7 @@ export class RunStore {
     now: number,
     definitionHash?: string,
     room = Infinity,
+    also?: (trx: Knex.Transaction, started: readonly ClaimedRun[]) => Promise<void>,
   ): Promise<ClaimedRun[] | typeof FULL> {
     return writeTransaction(this.db, async (trx) => {
       await lockQueue(trx, queue, now);
@@ -382,11 +395,13 @@ export class RunStore {
       );
       // Fewer changed: some were cancelled since the read; those this claim started are running here now.
       const started = changed === ids.length ? chosen : await this.startedHere(trx, chosen, instance);
-      return started.map(({ definition_hash: _bound, ...run }) => ({
+      const claimed = started.map(({ definition_hash: _bound, ...run }) => ({
         ...run,
         user_id: run.user_id === null ? null : Number(run.user_id),
         context: JSON.parse(run.context ?? '{}') as Record<string, unknown>,
       }));
+      if (also && claimed.length > 0) await also(trx, claimed);
+      return claimed;
     });
   }
 
@@ -398,21 +413,36 @@ export class RunStore {
   }
 
   /** Ends a waiting or running run; false when it had ended (or, with `instance`, runs elsewhere). */
-  async end(id: string, from: readonly RunStatus[], end: RunEnd, instance?: string): Promise<boolean> {
-    const query = this.db('runs').where({ id }).whereIn('status', from);
-    if (instance !== undefined) query.andWhere({ instance });
-    const changed = await query.update({
-      status: end.status,
-      exit_code: end.exitCode ?? null,
-      signal: end.signal ?? null,
-      reason: end.reason ?? null,
-      result: end.result ?? null,
-      output_bytes: end.outputBytes,
-      output_truncated: end.outputTruncated,
-      ended_at: end.endedAt,
-      context: null,
+  async end(id: string, from: readonly RunStatus[], end: RunEnd, instance?: string, also?: AlsoWrite): Promise<boolean> {
+    return this.changeOne(also, async (db) => {
+      const query = db('runs').where({ id }).whereIn('status', from);
+      if (instance !== undefined) query.andWhere({ instance });
+      return query.update({
+        status: end.status,
+        exit_code: end.exitCode ?? null,
+        signal: end.signal ?? null,
+        reason: end.reason ?? null,
+        result: end.result ?? null,
+        output_bytes: end.outputBytes,
+        output_truncated: end.outputTruncated,
+        ended_at: end.endedAt,
+        context: null,
+      });
     });
-    return Number(changed) === 1;
+  }
+
+  /**
+   * One conditional statement that changes at most one row; with `also`, in a transaction with what `also` writes
+   * (only when the row changed). Without it no transaction is opened: a gateway that writes nothing beside a run's
+   * state change pays for none.
+   */
+  private async changeOne(also: AlsoWrite | undefined, statement: (db: Database | Knex.Transaction) => Promise<unknown>): Promise<boolean> {
+    if (!also) return Number(await statement(this.db)) === 1;
+    return writeTransaction(this.db, async (trx) => {
+      const changed = Number(await statement(trx)) === 1;
+      if (changed) await also(trx);
+      return changed;
+    });
   }
 
   /** Marks a running run as asked to stop; the instance running it sees the mark on its next tick. */
@@ -425,12 +455,13 @@ export class RunStore {
   }
 
   /** Ends a waiting run `cancelled` at once. */
-  async cancelWaiting(id: string, by: string, now: number): Promise<boolean> {
-    const changed = await this.db('runs')
-      .where({ id })
-      .whereIn('status', ['queued', 'awaiting_approval'])
-      .update({ status: 'cancelled', reason: 'cancelled_by', cancelled_by: by, cancel_requested_at: now, ended_at: now, context: null });
-    return Number(changed) === 1;
+  async cancelWaiting(id: string, by: string, now: number, also?: AlsoWrite): Promise<boolean> {
+    return this.changeOne(also, (db) =>
+      db('runs')
+        .where({ id })
+        .whereIn('status', ['queued', 'awaiting_approval'])
+        .update({ status: 'cancelled', reason: 'cancelled_by', cancelled_by: by, cancel_requested_at: now, ended_at: now, context: null }),
+    );
   }
 
   /** The runs of this instance someone asked to cancel. */
@@ -453,12 +484,10 @@ export class RunStore {
   }
 
   /** Ends a silent run lost; false when it moved meanwhile (its heartbeat came, or another instance ended it). */
-  async endLost(id: string, before: number, now: number): Promise<boolean> {
-    const changed = await this.db('runs')
-      .where({ id, status: 'running' })
-      .andWhere('heartbeat_at', '<', before)
-      .update({ status: 'lost', reason: 'instance_lost', ended_at: now });
-    return Number(changed) === 1;
+  async endLost(id: string, before: number, now: number, also?: AlsoWrite): Promise<boolean> {
+    return this.changeOne(also, (db) =>
+      db('runs').where({ id, status: 'running' }).andWhere('heartbeat_at', '<', before).update({ status: 'lost', reason: 'instance_lost', ended_at: now }),
+    );
   }
 
   /** One batch of a run's chunks, in one statement. */

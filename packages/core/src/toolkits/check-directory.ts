@@ -119,3 +119,17 @@ function loadForCheck(target: string, config: ServerConfig, log: Logger): Promis
     return { files: listing.files.size, toolkits: [...snapshot.keys()], problems, snapshot };
   });
 }
+
+/**
+ * The toolkits of `toolkits.dir` as `tkgate start` would load them (same plugins, same database schema), for a CLI
+ * command that must know the live endpoints: `tkgate runs approve|reject` checks the definition an approval binds.
+ * Problems of single files leave those toolkits out, as at a start.
+ */
+export function withLoadedToolkits<T>(config: ServerConfig, log: Logger, work: (snapshot: ToolkitSnapshot, db: Database) => Promise<T>): Promise<T> {
+  requireToolkitDirectory(config.toolkits.dir);
+  return withLoadedPlugins(config, log, async (types, db) => {
+    const registry = new ToolkitRegistry(config.toolkits.dir, db, types, onlyPluginFailures(log), { maxFileBytes: config.toolkits.max_file_bytes });
+    await registry.look();
+    return work((await registry.load()).snapshot, db);
+  });
+}

@@ -15,7 +15,7 @@ import { diagnose } from './toolkit-diagnostics.js';
 import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema, type ApprovalConfig, type EndpointCoreConfig } from './toolkit-file-schema.js';
 import { toolkitFileJsonSchema } from './toolkit-json-schema.js';
 import { parseSourceFile, type SourceFile } from '../config/source-file.js';
-import { compileWrapping } from './wrapping-rules.js';
+import { compileWrapping, namesObjectField } from './wrapping-rules.js';
 import { parseTemplate, repeatedParam, templatesOverlap, type PathTemplate } from './path-templates.js';
 
 export interface CompileEnvironment {
@@ -225,6 +225,12 @@ async function compileEndpoint(
     toolkitFile,
   };
   for (const issue of runCheck(type, typeConfig.value, checkEnv, config.path, env)) issues.push({ path: [...at, ...issue.path], message: issue.message });
+  const concurrencyKey = type.runDetached ? type.detached?.(typeConfig.value)?.concurrencyKey : undefined;
+  if (concurrencyKey !== undefined && namesObjectField(concurrencyKey))
+    issues.push({
+      path: [...at, 'concurrency_key'],
+      message: `${concurrencyKey} is an object in every call: a concurrency key is a string, number or boolean`,
+    });
   checkMethods(config, type, typeConfig.value, issues, at);
   const auditFields = compileAuditFields(config.audit_fields, clientFilter.allowedFields, issues, [...at, 'audit_fields']);
   const approval = compileApproval(config.approval, type, typeConfig.value, issues, [...at, 'approval']);

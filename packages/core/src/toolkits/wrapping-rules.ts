@@ -18,6 +18,11 @@ export const CONTEXT_FIELDS = [
   'payload',
   'db_context',
 ] as const;
+/** Context fields that are objects in every call. */
+const OBJECT_CONTEXT_FIELDS: ReadonlySet<string> = new Set(['payload', 'db_context']);
+/** Whether a reference (`$context.payload`) names a context field that is an object in every call: no concurrency key. */
+export const namesObjectField = (reference: string): boolean =>
+  reference.startsWith('$context.') && OBJECT_CONTEXT_FIELDS.has(reference.slice('$context.'.length));
 /** Fields a promoted db_context value may never replace. */
 const PROTECTED_FIELDS = new Set(['user_id', 'username', 'core_group_id', 'request_id', 'payload', 'db_context']);
 

@@ -1,6 +1,6 @@
-import type { Logger } from '../log.js';
-import { ENDED_STATUSES } from './run-record.js';
-import type { OutputChunk, RunStore } from './run-store.js';
+import type { Logger } from '../../log.js';
+import { ENDED_STATUSES } from '../run-record.js';
+import type { OutputChunk, RunStore } from '../run-store.js';
 
 /** How a run ended, as the SSE `end` event says it. */
 export interface RunEnding {

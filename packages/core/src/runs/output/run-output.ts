@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
-import type { Logger } from '../log.js';
-import type { OutputSink } from '../plugins/plugin-api.js';
-import type { OutputChunk } from './run-store.js';
+import type { Logger } from '../../log.js';
+import type { OutputSink } from '../../plugins/plugin-api.js';
+import type { OutputChunk } from '../run-store.js';
 
 /** A chunk ends at this size at the latest (in bytes), at its last newline when it has one. */
 export const MAX_CHUNK_BYTES = 64 * 1024;

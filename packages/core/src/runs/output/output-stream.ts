@@ -1,0 +1,64 @@
+import { PassThrough } from 'node:stream';
+import { invalidPayload } from '../../errors.js';
+import type { GatewayContext } from '../../http/context.js';
+import type { RunFeeds } from './run-feeds.js';
+import { SSE_KEEPALIVE, sseEvent, wantsEventStream } from './run-sse.js';
+import type { RunStore } from '../run-store.js';
+
+/** A comment on an idle event stream this often. */
+const KEEPALIVE_MS = 15_000;
+
+/** `Last-Event-ID` (a reconnecting EventSource sends it) or `?after=`: the last chunk the client has. */
+export function afterOf(ctx: GatewayContext): number {
+  const header = ctx.get('Last-Event-ID');
+  const query = ctx.query.after;
+  const [field, text] = header !== '' ? ['Last-Event-ID', header] : ['after', Array.isArray(query) ? query[0] : query];
+  if (text === undefined || text === '') return 0;
+  if (!/^\d{1,15}$/.test(text)) throw invalidPayload([{ field, rule: 'format', message: `${field} must be a chunk number (0, 1, 2, ...)` }]);
+  return Number(text);
+}
+
+/** The output as plain text: every chunk stored so far, stdout and stderr in the order they came. */
+async function plainOutput(ctx: GatewayContext, store: Pick<RunStore, 'chunksAfter'>, runId: string, after: number): Promise<void> {
+  const chunks = await store.chunksAfter(runId, after);
+  ctx.status = 200;
+  ctx.type = 'text/plain; charset=utf-8';
+  ctx.body = chunks.map((chunk) => chunk.data).join('');
+}
+
+/** The output as Server-Sent Events: the chunks after `after`, then live ones as they come (a follower), then `end`. */
+function eventStream(ctx: GatewayContext, feeds: Pick<RunFeeds, 'follow'>, runId: string, after: number): void {
+  const stream = new PassThrough();
+  ctx.status = 200;
+  ctx.type = 'text/event-stream';
+  ctx.set('Cache-Control', 'no-cache');
+  ctx.set('X-Accel-Buffering', 'no');
+  ctx.body = stream;
+  const keepalive = setInterval(() => stream.write(SSE_KEEPALIVE), KEEPALIVE_MS);
+  let unfollow = () => undefined as void;
+  const close = () => {
+    clearInterval(keepalive);
+    unfollow();
+    stream.end();
+  };
+  unfollow = feeds.follow(runId, after, {
+    chunk: (chunk) => stream.write(sseEvent(chunk.stream, chunk.data, chunk.seq)),
+    end: (ending) => {
+      stream.write(sseEvent('end', JSON.stringify(ending)));
+      close();
+    },
+    gone: close,
+  });
+  ctx.res.once('close', close);
+}
+
+/** `GET {base}/runs/:id/output`: Server-Sent Events for `Accept: text/event-stream`, else the output so far as text. */
+export async function answerOutput(
+  ctx: GatewayContext,
+  s: { store: Pick<RunStore, 'chunksAfter'>; feeds: Pick<RunFeeds, 'follow'> },
+  runId: string,
+): Promise<void> {
+  const after = afterOf(ctx);
+  if (wantsEventStream(ctx.get('Accept'))) eventStream(ctx, s.feeds, runId, after);
+  else await plainOutput(ctx, s.store, runId, after);
+}

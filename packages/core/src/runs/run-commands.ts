@@ -1,0 +1,206 @@
+import { randomBytes } from 'node:crypto';
+import type { AuditActor, AuditEvent } from '../audit/audit-event.js';
+import type { AuditTrail } from '../audit/audit-trail.js';
+import type { InternalRunOptions } from '../auth/internal-calls.js';
+import { coreError, GatewayError } from '../errors.js';
+import type { DetachedPlan } from '../plugins/plugin-api.js';
+import type { CompiledEndpoint } from '../toolkits/compiled-toolkit.js';
+import { approvalOf, type ApprovalBinding } from './approvals/approval-binding.js';
+import { approverOf, checkDecider, type Decider } from './approvals/approval-deciders.js';
+import type { DryRuns } from './approvals/dry-runs.js';
+import { concurrencyKeyOf, queueOf } from './endpoint-plans.js';
+import type { StopCause } from './run-endings.js';
+import { ENDED_STATUSES, WAITING_STATUSES, type RunRow } from './run-record.js';
+import type { DecisionOutcome, NewRun, RunStore, WaitingQueue } from './run-store.js';
+import type { RunTransitions } from './run-transitions.js';
+
+/**
+ * Run ids: 128 random bits in hex (32 characters). Not base64url: an id starting with `-` read as an option by
+ * `tkgate runs show|cancel|approve ID` (one run in 32), and ids are typed and pasted by people.
+ */
+export const newRunId = (): string => randomBytes(16).toString('hex');
+
+/** What a call asks for: the endpoint, the caller, the request context and the payload fields kept. */
+export interface RunRequest {
+  endpoint: CompiledEndpoint;
+  plan: DetachedPlan;
+  method: string;
+  caller: { id: number; username: string };
+  actor: string;
+  requestId: string;
+  context: Record<string, unknown>;
+  payload: Record<string, unknown>;
+  /** A template endpoint's path parameters (what `$path.<name>` names). */
+  pathParams: Record<string, unknown> | undefined;
+  keptPayload: Record<string, unknown> | undefined;
+  /** A call the gateway made itself (auth/internal-calls.ts): a schedule's fire, a fleet's rerun. */
+  internal?: InternalRunOptions;
+}
+
+/** Who asks for a cancel or a decision, as its audit event names them: the request's caller, or `cli`. */
+export interface CommandCaller {
+  /** As `cancelled_by` records it. */
+  name: string;
+  audit: Pick<AuditEvent, 'requestId' | 'actorUserId' | 'actor' | 'credential' | 'client'>;
+}
+
+/** The operator at the server (`tkgate runs ...`). */
+export const OPERATOR: CommandCaller = { name: 'cli', audit: { actor: 'cli' } };
+
+const busy = () => new GatewayError(503, 'busy', 'too many runs of this endpoint are waiting; try again shortly', { headers: { 'Retry-After': '5' } });
+const runEnded = (status: string) => coreError('run_ended', `the run has ended (${status})`, { details: { status } });
+const notPending = (status: string) => coreError('run_not_pending', `the run is not awaiting approval (${status})`, { details: { status } });
+
+/** The run a transition is about. */
+const subject = (run: RunRow) => ({ id: run.id, toolkit: run.toolkit, endpoint: run.endpoint, userId: run.user_id });
+
+/**
+ * The commands on runs (docs/runs.md): submit, cancel, decide (approve or reject) and rerun. The HTTP routes,
+ * the CLI, schedules and triggers (through internal calls) all call these, so each rule lives here once: the
+ * cancel's sequence, who may decide, the comment, the pending check and the definition the approval binds. Who
+ * may see a run is the caller's business (the routes answer 404 first); who may cancel it is `mayCancel`'s.
+ */
+export class RunCommands {
+  constructor(
+    private readonly s: {
+      store: RunStore;
+      transitions: RunTransitions;
+      binding: ApprovalBinding;
+      audit: Pick<AuditTrail, 'record'>;
+      adminPower: number;
+      cancelGraceMs: number;
+      /** The gateway's side (absent in the CLI): dry runs, runs going on here, and the queue's wake-ups. */
+      dryRuns?: DryRuns;
+      local?: { stop(id: string, cause: StopCause, graceMs: number): boolean };
+      queue?: { wake(): void; wakeFor(queue: WaitingQueue): void };
+    },
+  ) {}
+
+  /** Records a call's run; 503 busy when its queue is full, 400 when its concurrency key is no scalar. Resolves to the run's id. */
+  async submit(request: RunRequest): Promise<string> {
+    const { endpoint, plan, internal } = request;
+    const queuedAt = Date.now();
+    const approval = approvalOf(endpoint, queuedAt);
+    const actorKind = typeof internal?.actor?.kind === 'string' ? internal.actor.kind : request.actor;
+    const run: NewRun = {
+      id: newRunId(),
+      toolkit: endpoint.toolkit,
+      endpoint: endpoint.path,
+      method: request.method,
+      concurrencyKey: plan.concurrencyKey ? concurrencyKeyOf(plan.concurrencyKey, request) : null,
+      userId: request.caller.id,
+      username: request.caller.username,
+      actor: actorKind,
+      requestId: request.requestId,
+      viewPower: plan.viewPower ?? this.s.adminPower,
+      cancelPower: plan.cancelPower ?? this.s.adminPower,
+      payload: request.keptPayload,
+      context: request.context,
+      queuedAt,
+      ...(approval && { approval }),
+    };
+    const queue: WaitingQueue = { queue: queueOf(run.toolkit, run.endpoint, run.method), toolkit: run.toolkit, endpoint: run.endpoint, method: run.method };
+    if (!(await this.s.transitions.submit(queue.queue, run, plan.maxQueued, internal))) throw busy();
+    if (!approval) {
+      this.s.queue?.wakeFor(queue);
+      return run.id;
+    }
+    void this.s.audit.record({
+      requestId: request.requestId,
+      actorUserId: request.caller.id,
+      actor: request.actor as AuditActor,
+      action: 'run_request',
+      toolkit: endpoint.toolkit,
+      endpoint: endpoint.path,
+      method: request.method,
+      status: 202,
+      code: 'ok',
+      details: { run_id: run.id, quorum: approval.quorum, expires_at: new Date(approval.expiresAt).toISOString() },
+    });
+    if (approval.dryRun) this.s.dryRuns?.start(run.id, endpoint, request.context);
+    return run.id;
+  }
+
+  /**
+   * Whether a caller may cancel a run (besides the operator): its own caller, or power at least the run's
+   * cancel_power, or auth.admin_power; through an API key only one whose scope holds the toolkit.
+   */
+  mayCancel(caller: { id: number; power: number }, run: RunRow, scope?: ReadonlySet<string>): boolean {
+    if (scope && !scope.has(run.toolkit)) return false;
+    return run.user_id === caller.id || caller.power >= run.cancel_power || caller.power >= this.s.adminPower;
+  }
+
+  /**
+   * Cancels a run (`run_cancel`): a waiting one ends `cancelled` at once; a running one is marked, and the instance
+   * running it (this one at once, another within a tick) stops it: SIGTERM, then SIGKILL after runs.cancel_grace.
+   * An ended run is 409 run_ended. Resolves to the run as it is now and whether it ended here or is ending.
+   */
+  async cancel(run: RunRow, by: CommandCaller): Promise<{ run: RunRow; how: 'cancelled' | 'cancelling' }> {
+    if (ENDED_STATUSES.has(run.status)) throw runEnded(run.status);
+    const now = Date.now();
+    let how: 'cancelled' | 'cancelling' = 'cancelling';
+    if (WAITING_STATUSES.has(run.status) && (await this.s.transitions.cancelWaiting(subject(run), by.name, now))) how = 'cancelled';
+    else if (await this.s.store.requestCancel(run.id, by.name, now)) this.s.local?.stop(run.id, { by: 'cancel', who: by.name }, this.s.cancelGraceMs);
+    else {
+      const again = await this.s.store.get(run.id);
+      if (again && ENDED_STATUSES.has(again.status)) throw runEnded(again.status);
+    }
+    await this.s.audit.record({
+      ...by.audit,
+      action: 'run_cancel',
+      toolkit: run.toolkit,
+      endpoint: run.endpoint,
+      status: 202,
+      code: 'ok',
+      details: { run_id: run.id },
+    });
+    return { run: (await this.s.store.get(run.id)) ?? run, how };
+  }
+
+  /**
+   * An approver's decision (docs/runs.md, "Approvals"): 403 unless the decider may decide (approval-deciders.ts);
+   * 409 run_not_pending unless the run awaits approval still, within its `expires` and for the definition it was
+   * asked for (else it ends expired here); 409 already_decided for a second decision of one approver. A reject ends
+   * the run `rejected`; the quorum's last approval queues it, exactly once across instances. `comment` was checked
+   * by the caller (decisionComment). Recorded as `run_approve` / `run_reject`.
+   */
+  async decide(
+    run: RunRow,
+    decider: Decider,
+    decision: 'approve' | 'reject',
+    comment: string | null,
+    by: CommandCaller,
+  ): Promise<{ run: RunRow; outcome: Exclude<DecisionOutcome, 'not_pending' | 'already_decided'> }> {
+    checkDecider(decider, run);
+    if (!(await this.s.binding.stillPending(run))) throw notPending('expired');
+    const outcome = await this.s.transitions.decide(subject(run), approverOf(decider), decision, comment, Date.now(), async (outcome) => {
+      if (outcome === 'not_pending' || outcome === 'already_decided') return;
+      await this.s.audit.record({
+        ...by.audit,
+        action: decision === 'approve' ? 'run_approve' : 'run_reject',
+        toolkit: run.toolkit,
+        endpoint: run.endpoint,
+        status: 200,
+        code: 'ok',
+        details: { run_id: run.id, ...(comment !== null ? { comment } : {}), ...(outcome === 'queued' ? { queued: true } : {}) },
+      });
+    });
+    if (outcome === 'already_decided') throw coreError('already_decided', 'you have decided on this run already');
+    if (outcome === 'queued') this.s.queue?.wake();
+    const now = (await this.s.store.get(run.id)) ?? run;
+    if (outcome === 'not_pending') throw notPending(now.status);
+    return { run: now, outcome };
+  }
+
+  /**
+   * A new run of a run's endpoint and payload (a fleet run's failed nodes, or all): only a run whose endpoint type
+   * keeps nodes can be rerun, and no type in this version does: 409 not_rerunnable.
+   */
+  rerun(run: RunRow, _by: CommandCaller, _nodes: 'failed' | 'all'): Promise<never> {
+    return Promise.reject(
+      coreError('not_rerunnable', 'this run cannot be rerun: only a run of an endpoint that runs on nodes (a fleet run) can', {
+        details: { run_id: run.id },
+      }),
+    );
+  }
+}
