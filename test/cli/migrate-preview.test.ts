@@ -72,9 +72,10 @@ for (const dialect of dialects) {
           'pending       008_toolkit_versions',
           'pending       009_runs',
           'pending       010_run_approvals',
+          'pending       014_schedules',
           'pending       tkgate-plugin-notes/001_notes',
           'pending       tkgate-plugin-notes/002_pinned',
-          '12 pending: `tkgate migrate` (or the next start) applies them',
+          '13 pending: `tkgate migrate` (or the next start) applies them',
           '',
         ].join('\n'),
       );
@@ -92,6 +93,7 @@ for (const dialect of dialects) {
         '-- 008_toolkit_versions',
         '-- 009_runs',
         '-- 010_run_approvals',
+        '-- 014_schedules',
         '-- tkgate-plugin-notes/001_notes',
         '-- tkgate-plugin-notes/002_pinned',
       ]);

@@ -25,6 +25,8 @@ import type { Tracing } from './tracing/request-trace.js';
 import type { SecretMask } from './secrets/secret-mask.js';
 import { runRoutes } from './runs/run-routes.js';
 import { consoleRoutes } from './console/console-routes.js';
+import { scheduleRoutes } from './schedules/schedule-routes.js';
+import type { Schedules } from './schedules/schedules.js';
 
 export type AppServices = AuthServices &
   PipelineServices & {
@@ -39,6 +41,8 @@ export type AppServices = AuthServices &
     secretMask?: SecretMask;
     /** The console's built files (console/console-routes.ts); undefined: resolve `@tkgate/console`. */
     consoleDir?: string | undefined;
+    /** The schedules fired on this instance (schedules/); its routes answer from their store. */
+    schedules?: Schedules;
   };
 
 const noSuchRoute: GatewayMiddleware = () => {
@@ -93,6 +97,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
     openApiRoutes(services),
     adminAuditRoutes(services),
     runRoutes({ ...services, reads: services.runs.store, feeds: services.runs.feeds, commands: services.runs.commands }),
+    scheduleRoutes(services),
     consoleRoutes(services),
     toolkitRoutes(services, at),
     ...(services.routes ?? []),

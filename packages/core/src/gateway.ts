@@ -41,6 +41,7 @@ import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
 import { ToolkitVersions } from './toolkits/toolkit-versions.js';
 import { createTracing } from './tracing/tracing.js';
 import { Runs } from './runs/runs.js';
+import { Schedules } from './schedules/schedules.js';
 import { UserDirectory } from './users/user-directory.js';
 
 export interface RunningGateway {
@@ -176,12 +177,17 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     cleanups.push(() => plugins.close());
     checkpoint();
     const toolkitLog = options.worker && !options.worker.first ? demoted(log) : log;
+    // Made once the app is (a fire is an internal call); a reload tells it at once (a new schedule gets a timer).
+    let schedules: Schedules | undefined;
     const onInvalid = config.toolkits.on_invalid_at_start;
     const versions = new ToolkitVersions(db);
     await database(versions.learn());
     const toolkits = new ToolkitRegistry(config.toolkits.dir, db, plugins.types, toolkitLog, {
       maxFileBytes: config.toolkits.max_file_bytes,
-      onReload: (outcome) => metrics.reload(outcome.problems.length > 0 ? 'refused' : 'applied'),
+      onReload: (outcome) => {
+        metrics.reload(outcome.problems.length > 0 ? 'refused' : 'applied');
+        schedules?.reloaded();
+      },
       // One process of a cluster records (the others serve the same files).
       versions: { store: versions, lastGoodAtStart: onInvalid === 'last_good', record: !options.worker || options.worker.first },
     });
@@ -230,6 +236,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     const jwtIssuers = new JwtIssuers(config.auth.jwt_issuers, users, new SessionCache(freshness), log);
     const pluginMiddleware = plugins.middleware;
     const internalCalls = new InternalCalls(config.server.base_url);
+    schedules = new Schedules({ db, registry: toolkits, users, internalCalls, audit, metrics, log });
     const app = createApp({
       config,
       db,
@@ -250,6 +257,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       rateLimitCounters,
       tracing,
       runs,
+      schedules,
       consoleDir: options.consoleDir,
     });
     handle = app.callback();
@@ -260,6 +268,9 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     // Undone before the listener drains: running runs get runs.drain_timeout, and followers' streams end.
     runs.start();
     cleanups.push(() => runs.stop());
+    // Stopped before runs are: no fire starts a run while they drain.
+    await database(schedules.start());
+    cleanups.push(() => schedules.stop());
     checkpoint();
 
     if (metrics.registry && options.worker) await answerPrimaryScrapes(metrics.registry);

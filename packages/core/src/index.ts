@@ -95,6 +95,19 @@ export { RunStore } from './runs/run-store.js';
 export { offlineRunCommands } from './runs/offline-commands.js';
 export { OPERATOR as RUN_OPERATOR } from './runs/run-commands.js';
 export { commentProblem } from './runs/approvals/approval-deciders.js';
+export { ScheduleStore } from './schedules/schedule-store.js';
+export {
+  fireCursor,
+  FIRES_DEFAULT_LIMIT,
+  listSchedules,
+  PREVIEW_MAX,
+  previewSchedule,
+  scheduleEntries,
+  scheduleFires,
+  setSchedulePaused,
+  type ScheduleData,
+  type ScheduleEntry,
+} from './schedules/schedule-commands.js';
 export type { OutputChunk } from './runs/run-store.js';
 export { runData, ALL_STATUSES as RUN_STATUSES, ENDED_STATUSES as ENDED_RUN_STATUSES } from './runs/run-record.js';
 export type { RunRow, RunStatus } from './runs/run-record.js';

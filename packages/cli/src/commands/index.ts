@@ -8,6 +8,7 @@ import { groupAdd, groupAssoc, groupOverride } from './group.js';
 import { migrate } from './migrate.js';
 import { openapi } from './openapi.js';
 import { runsApprove, runsCancel, runsList, runsOutput, runsReject, runsShow } from './runs.js';
+import { schedulesFires, schedulesList, schedulesPause, schedulesPreview, schedulesResume } from './schedules.js';
 import { schema } from './schema.js';
 import { sessionsClear } from './sessions.js';
 import { start } from './start.js';
@@ -40,6 +41,11 @@ const all = [
   runsCancel,
   runsApprove,
   runsReject,
+  schedulesList,
+  schedulesPreview,
+  schedulesFires,
+  schedulesPause,
+  schedulesResume,
   configCheck,
   openapi,
   schema,

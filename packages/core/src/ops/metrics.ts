@@ -31,6 +31,8 @@ export interface GatewayMetrics extends PluginMetrics {
   sessions(read: () => Promise<number>): void;
   /** tkgate_runs_total: a run ended, by its endpoint and status. */
   runEnded(toolkit: string, endpoint: string, status: string): void;
+  /** tkgate_schedule_fires_total: a schedule's fire recorded by this instance, by schedule id and outcome. */
+  scheduleFire(schedule: string, outcome: string): void;
   /**
    * tkgate_runs_running (this instance's, summed over workers), tkgate_runs_queued and tkgate_runs_awaiting_approval
    * (the database's, across instances).
@@ -52,6 +54,7 @@ export const noMetrics: GatewayMetrics = {
   rateLimitStoreFailure: () => undefined,
   sessions: () => undefined,
   runEnded: () => undefined,
+  scheduleFire: () => undefined,
   runs: () => undefined,
   gauge: () => undefined,
   counter: () => () => () => undefined,
@@ -102,6 +105,12 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
     name: 'tkgate_rate_limit_store_failures_total',
     help: 'Calls whose rate-limit store did not answer, by outcome (rate_limits.on_store_failure)',
     labelNames: ['outcome'],
+    registers,
+  });
+  const scheduleFires = new Counter({
+    name: 'tkgate_schedule_fires_total',
+    help: "Schedules' fires recorded by this instance, by schedule id and outcome (started, skipped, missed, failed)",
+    labelNames: ['schedule', 'outcome'],
     registers,
   });
   const runsEnded = new Counter({
@@ -182,6 +191,7 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
     rateLimitStoreFailure: (outcome) => storeFailures.inc({ outcome }),
     sessions: (read) => databaseGauge('tkgate_sessions', 'Live sessions in the database', read),
     runEnded: (toolkit, endpoint, status) => runsEnded.inc({ toolkit, endpoint, status }),
+    scheduleFire: (schedule, outcome) => scheduleFires.inc({ schedule, outcome }),
     runs: (running, queued, awaiting) => {
       gauge('tkgate_runs_running', 'Runs running on this instance', running);
       databaseGauge('tkgate_runs_queued', 'Runs waiting to start, across all instances', queued);

@@ -454,6 +454,14 @@ const hasMark = (value: unknown, mark: symbol): boolean => typeof value === 'obj
  */
 export type BodyWriter = (out: Writable) => Promise<void>;
 
+/**
+ * Whether an endpoint of this type, with these keys, runs as a job (a run, docs/runs.md): the type says `detached`
+ * for it and can run it. Core asks this wherever a key is only for jobs (`approval`, `schedule`).
+ */
+export function runsAsJob<Config>(type: Pick<EndpointType<Config>, 'detached' | 'runDetached'>, config: Config): boolean {
+  return type.runDetached !== undefined && type.detached?.(config) !== undefined;
+}
+
 /** A response that is not wrapped in the envelope: bytes streamed to the client as they come. */
 export class StreamedResponse {
   constructor(

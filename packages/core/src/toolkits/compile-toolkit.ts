@@ -2,17 +2,18 @@ import path from 'node:path';
 import type { Logger } from '../log.js';
 import { nearest } from '../suggest.js';
 import type { EndpointTypes, RegisteredType } from '../plugins/endpoint-types.js';
-import type { CheckEnvironment, ConfigIssue } from '../plugins/plugin-api.js';
+import { runsAsJob, type CheckEnvironment, type ConfigIssue } from '../plugins/plugin-api.js';
 import type { JsonSchema } from '../plugins/response-description.js';
 import { compileRateLimit } from '../rate-limits/rate-limit-rule.js';
 import { compileClientFilter, type PatternCompiler } from './client-filter.js';
-import type { CompiledApproval, CompiledEndpoint, CompiledToolkit, TemplateRoute } from './compiled-toolkit.js';
+import type { CompiledApproval, CompiledEndpoint, CompiledSchedule, CompiledToolkit, TemplateRoute } from './compiled-toolkit.js';
+import { cronProblem, FireTimes, zoneProblem } from './schedule-times.js';
 import { fromZod, UNKNOWN_KEY, validateStandard, type Issue } from '../config/schema-issues.js';
 import type { ToolkitProblem } from './config-issues.js';
 import type { DatabaseSchema } from '../db/database-schema.js';
 import { compileDbContext, type DbContextEntry } from './db-context-entries.js';
 import { diagnose } from './toolkit-diagnostics.js';
-import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema, type ApprovalConfig, type EndpointCoreConfig } from './toolkit-file-schema.js';
+import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema, type ApprovalConfig, type EndpointCoreConfig, type ScheduleConfig } from './toolkit-file-schema.js';
 import { toolkitFileJsonSchema } from './toolkit-json-schema.js';
 import { parseSourceFile, type SourceFile } from '../config/source-file.js';
 import { compileWrapping, namesObjectField } from './wrapping-rules.js';
@@ -234,6 +235,7 @@ async function compileEndpoint(
   checkMethods(config, type, typeConfig.value, issues, at);
   const auditFields = compileAuditFields(config.audit_fields, clientFilter.allowedFields, issues, [...at, 'audit_fields']);
   const approval = compileApproval(config.approval, type, typeConfig.value, issues, [...at, 'approval']);
+  const schedules = compileSchedules(config.schedule, `${toolkit}/${config.path}`, template !== undefined, type, typeConfig.value, issues, [...at, 'schedule']);
   if (issues.length > before) return undefined;
   const audit = config.audit ?? toolkitAudit ?? type.audited ?? false;
   const kept = env.unchanged?.(toolkit, definition);
@@ -254,6 +256,7 @@ async function compileEndpoint(
     audit,
     auditFields,
     ...(approval ? { approval } : {}),
+    ...(schedules ? { schedules } : {}),
     type,
     typeConfig: typeConfig.value,
     ...payloadFieldsOf(type, typeConfig.value, typeKeys, dbContext),
@@ -275,7 +278,7 @@ function compileApproval(
   at: Array<string | number>,
 ): CompiledApproval | undefined {
   if (!approval) return undefined;
-  if (!type.runDetached || !type.detached?.(typeConfig)) {
+  if (!runsAsJob(type, typeConfig)) {
     issues.push({ path: at, message: 'only for endpoints that run as jobs (exec with run: async)', hint: 'set run: async, or remove approval' });
     return undefined;
   }
@@ -288,6 +291,55 @@ function compileApproval(
     allowSelf: approval.allow_self,
     ...(approval.dry_run !== undefined ? { dryRun: approval.dry_run } : {}),
   };
+}
+
+/** How old a missed fire may be and still be made up, unless `missed_window` says (docs/schedules.md). */
+const DEFAULT_MISSED_WINDOW_MS = 3_600_000;
+
+/** `schedule`: only where the type runs the endpoint as a job and on an exact path; each name once, each cron and zone valid. */
+function compileSchedules(
+  entries: readonly ScheduleConfig[] | undefined,
+  endpointId: string,
+  templated: boolean,
+  type: RegisteredType,
+  typeConfig: unknown,
+  issues: Issue[],
+  at: Array<string | number>,
+): CompiledSchedule[] | undefined {
+  if (!entries) return undefined;
+  if (!runsAsJob(type, typeConfig)) {
+    issues.push({ path: at, message: 'only for endpoints that run as jobs (exec with run: async)', hint: 'set run: async, or remove schedule' });
+    return undefined;
+  }
+  if (templated) {
+    issues.push({ path: at, message: 'a schedule calls one exact path: not on a path with {name} segments or *' });
+    return undefined;
+  }
+  const names = new Set<string>();
+  const compiled: CompiledSchedule[] = [];
+  entries.forEach((entry, index) => {
+    const where = [...at, index];
+    if (names.has(entry.name)) issues.push({ path: [...where, 'name'], message: `schedule ${entry.name} is named twice on this endpoint` });
+    names.add(entry.name);
+    const cron = cronProblem(entry.cron);
+    if (cron) issues.push({ path: [...where, 'cron'], message: `bad cron expression: ${cron.message}`, ...(cron.hint && { hint: cron.hint }) });
+    const zone = zoneProblem(entry.timezone);
+    if (zone) issues.push({ path: [...where, 'timezone'], message: zone.message, ...(zone.hint && { hint: zone.hint }) });
+    if (cron || zone) return;
+    compiled.push({
+      id: `${endpointId}#${entry.name}`,
+      name: entry.name,
+      cron: entry.cron,
+      timezone: entry.timezone,
+      times: new FireTimes(entry.cron, entry.timezone),
+      as: entry.as,
+      payload: entry.payload,
+      overlap: entry.overlap,
+      missed: entry.missed,
+      missedWindowMs: entry.missed_window ?? DEFAULT_MISSED_WINDOW_MS,
+    });
+  });
+  return compiled;
 }
 
 /** `audit_fields`: each once, and each a field that can reach the endpoint (client_filter.allowed_fields, when set). */

@@ -1,3 +1,4 @@
+import type { FireTimes } from './schedule-times.js';
 import type { RegisteredType } from '../plugins/endpoint-types.js';
 import type { RateLimitRule } from '../rate-limits/rate-limit-rule.js';
 import type { CompiledClientFilter } from './client-filter.js';
@@ -50,6 +51,8 @@ export interface CompiledEndpoint {
   auditFields: readonly string[];
   /** `approval`: each run waits for approvers before it starts (runs/approvals). */
   approval?: CompiledApproval;
+  /** `schedule`: runs started by the clock (schedules/, docs/schedules.md); only on endpoints that run as jobs. */
+  schedules?: readonly CompiledSchedule[];
   type: RegisteredType;
   /** The type's own keys, as its schema returned them. */
   typeConfig: unknown;
@@ -63,6 +66,22 @@ export interface CompiledEndpoint {
   optionalPayloadFields: readonly string[];
   /** The error codes the type's plugin declared (api.declareErrors), for OpenAPI. */
   pluginErrors: ReadonlyArray<{ status: number; code: string; description: string }>;
+}
+
+/** One of an endpoint's `schedule` entries, checked, with its defaults. */
+export interface CompiledSchedule {
+  /** `<toolkit>/<endpoint path>#<name>`. */
+  id: string;
+  name: string;
+  cron: string;
+  timezone: string;
+  /** The fire times of `cron` in `timezone`, by the rules of docs/schedules.md. */
+  times: FireTimes;
+  as: string;
+  payload: Readonly<Record<string, unknown>>;
+  overlap: 'skip' | 'queue' | 'allow';
+  missed: 'latest' | 'skip';
+  missedWindowMs: number;
 }
 
 /** An endpoint's `approval`, with its defaults. */

@@ -98,6 +98,29 @@ export const approvalSchema = z.strictObject({
 });
 export type ApprovalConfig = z.infer<typeof approvalSchema>;
 
+/** One entry of `schedule` (docs/schedules.md): a run of the endpoint by the clock, exactly once per fire time. */
+export const scheduleSchema = z.strictObject({
+  name: z
+    .string()
+    .max(64)
+    .regex(/^[a-z0-9][a-z0-9_-]*$/, 'must be [a-z0-9][a-z0-9_-]*')
+    .describe('Unique within the endpoint; the schedule id is <toolkit>/<endpoint path>#<name> (a renamed schedule is a new one).'),
+  cron: z.string().min(1).describe('5 fields (minute hour day month weekday), or 6 with seconds first; or @hourly, @daily, @weekly, @monthly.'),
+  timezone: z.string().min(1).default('UTC').describe('The IANA time zone the fire times are computed in (default UTC).'),
+  as: z.string().min(1).max(64).describe('The tkgate user the run acts as: its permissions are checked at each fire, as a call\'s are.'),
+  payload: z.record(z.string(), z.unknown()).default({}).describe("The run's payload; it passes client_filter as a call's body would."),
+  overlap: z
+    .enum(['skip', 'queue', 'allow'])
+    .default('skip')
+    .describe("A fire while this schedule's last run has not ended: skip (default), queue (behind it, within max_queued) or allow."),
+  missed: z
+    .enum(['latest', 'skip'])
+    .default('latest')
+    .describe('After downtime: latest (default) makes up the latest missed fire with one run, skip makes up none.'),
+  missed_window: durationMs.optional().describe('Missed fires older than this are never made up (default 1h).'),
+});
+export type ScheduleConfig = z.infer<typeof scheduleSchema>;
+
 export const endpointCoreSchema = z.strictObject({
   path: z
     .string()
@@ -142,6 +165,10 @@ export const endpointCoreSchema = z.strictObject({
   approval: approvalSchema
     .optional()
     .describe('Only on endpoints that run as jobs (exec with run: async): each run waits for approval before it starts (docs/runs.md).'),
+  schedule: z
+    .array(scheduleSchema)
+    .optional()
+    .describe('Only on endpoints that run as jobs (exec with run: async): runs started by the clock, exactly once per fire time across all instances (docs/schedules.md).'),
 });
 export type EndpointCoreConfig = z.infer<typeof endpointCoreSchema>;
 export const ENDPOINT_CORE_KEYS = new Set(Object.keys(endpointCoreSchema.shape));

@@ -3,7 +3,7 @@ import { Cron } from 'croner';
 import { coreModule } from '../../support/core-module.js';
 
 const { FireTimes, cronProblem, zoneProblem, localTime, utcTime } =
-  await coreModule<typeof import('../../../packages/core/dist/schedules/fire-times.js')>('schedules/fire-times.js');
+  await coreModule<typeof import('../../../packages/core/dist/toolkits/schedule-times.js')>('toolkits/schedule-times.js');
 
 /** The next fire times after `from`, each as UTC and local time. */
 const fires = (cron: string, zone: string, from: string, n: number) =>
