@@ -214,19 +214,22 @@ for (const dialect of dialects) {
     it('has the CLI call the same commands: list, preview, fires and pause', async () => {
       const config = writeConfig({ db: s.bed.dbConfig, toolkits: { dir: toolkits }, plugins: pluginsWithTestFunctions }, tempDir());
       const cli = (...args: string[]) => runCli(['schedules', ...args, '--config', config]);
-      const list = await cli('list', '--json');
+      // Independent reads at once (each CLI start loads the plugins and compiles the toolkits), then the change.
+      const [list, preview, firesOut] = await Promise.all([
+        cli('list', '--json'),
+        cli('preview', id('berlin', 'nightly'), '--from', '2027-03-27T12:00:00Z', '--n', '1'),
+        cli('fires', id('nobody', 'failing'), '--limit', '1'),
+      ]);
       expect(list.code, list.stderr).to.equal(0);
       const ids = list.stdout.trim().split('\n').map((line) => JSON.parse(line).id);
       expect(ids).to.include(id('berlin', 'nightly'));
-      const preview = await cli('preview', id('berlin', 'nightly'), '--from', '2027-03-27T12:00:00Z', '--n', '1');
       expect(preview.stdout).to.equal('2027-03-28T01:00:00Z  2027-03-28T03:00:00+02:00\n');
+      expect(firesOut.stdout).to.match(/^\S+Z {2}failed {3}- {2}as user nobody does not exist\n$/);
       const pause = await cli('pause', id('berlin', 'nightly'));
       expect(pause.stdout).to.equal(`schedule ${id('berlin', 'nightly')}: paused\n`);
       const token = await s.login('ann');
       const listed = (await call('GET', `${s.gateway.base}/schedules`, { token })).body.data.schedules.find((entry: { id: string }) => entry.id === id('berlin', 'nightly'));
       expect(listed.paused).to.equal(true);
-      const firesOut = await cli('fires', id('nobody', 'failing'), '--limit', '1');
-      expect(firesOut.stdout).to.match(/^\S+Z {2}failed {3}- {2}as user nobody does not exist\n$/);
       expect(await s.bed.db('audit_events').where({ action: 'schedule_pause', actor: 'cli' }).count({ n: '*' }).first()).to.deep.include({ n: 1 });
     });
   });
