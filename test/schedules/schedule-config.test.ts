@@ -22,7 +22,13 @@ describe(`tkgate config check on schedules (${dialects[0]!.name})`, () => {
   const s = withDatabase(dialects[0]!, []);
   const check = async (schedules: string, run?: string) => {
     const result = await runCli(['config', 'check', toolkitDir({ 'ops.yaml': toolkitText(schedules, run) }), '--config', writeConfig({ db: s.bed.dbConfig })]);
-    return { code: result.code, lines: result.stdout.trim().split('\n').filter((line) => line.includes('ops.yaml:')) };
+    return {
+      code: result.code,
+      lines: result.stdout
+        .trim()
+        .split('\n')
+        .filter((line) => line.includes('ops.yaml:')),
+    };
   };
 
   it('refuses a bad cron expression or zone at file:line:column, naming the key, the reason and the closest valid form', async () => {
@@ -45,7 +51,9 @@ describe(`tkgate config check on schedules (${dialects[0]!.name})`, () => {
     expect(lines.find((line) => line.includes('endpoints.0.schedule.0.cron'))).to.match(
       /ops\.yaml:11:15: .*endpoints\.0\.schedule\.0\.cron.*5 fields, or 6 with seconds first \(this has 4\).*30 2 \* \* \*/,
     );
-    expect(lines.find((line) => line.includes('endpoints.0.schedule.0.timezone'))).to.match(/ops\.yaml:12:19: .*unknown time zone Europe\/Berln.*Europe\/Berlin/);
+    expect(lines.find((line) => line.includes('endpoints.0.schedule.0.timezone'))).to.match(
+      /ops\.yaml:12:19: .*unknown time zone Europe\/Berln.*Europe\/Berlin/,
+    );
     expect(lines.find((line) => line.includes('endpoints.0.schedule.1.cron'))).to.match(/ops\.yaml:15:15: .*@hourley.*did you mean @hourly\?/);
     expect(lines.find((line) => line.includes('endpoints.0.schedule.2.cron'))).to.match(/ops\.yaml:18:15: .*minute: 61/);
   });

@@ -43,7 +43,9 @@ for (const dialect of dialects) {
     const dir = toolkitDir({ 'ops.yaml': opsToolkit({ round: 1 }) });
     const gateways: GatewayProcess[] = [];
     const start = () =>
-      startGateway({ config: { db: s.bed.dbConfig, toolkits: { dir, watch: true, settle: '100ms' }, plugins: pluginsWithTestFunctions, log: { level: 'info' } } });
+      startGateway({
+        config: { db: s.bed.dbConfig, toolkits: { dir, watch: true, settle: '100ms' }, plugins: pluginsWithTestFunctions, log: { level: 'info' } },
+      });
     const fires = async (): Promise<FireRow[]> =>
       ((await s.bed.db('schedule_fires').orderBy(['schedule_id', 'fire_at'])) as Array<Record<string, unknown>>).map((row) => ({
         schedule_id: String(row.schedule_id),
@@ -51,7 +53,8 @@ for (const dialect of dialects) {
         outcome: String(row.outcome),
         run_id: row.run_id == null ? null : String(row.run_id),
       }));
-    const startedSince = async (since: number) => (await fires()).filter((row) => row.schedule_id === 'ops/tick#latest' && row.outcome === 'started' && row.fire_at > since).length;
+    const startedSince = async (since: number) =>
+      (await fires()).filter((row) => row.schedule_id === 'ops/tick#latest' && row.outcome === 'started' && row.fire_at > since).length;
 
     after(() => Promise.all(gateways.map((gateway) => gateway.stop())));
 
@@ -62,7 +65,11 @@ for (const dialect of dialects) {
 
       // A reload on every instance: the schedules stay, their next fires go on.
       saveByRename(dir, 'ops.yaml', opsToolkit({ round: 2 }));
-      await eventually('every instance reloaded', () => gateways.every((gateway) => gateway.logs.some((line) => line.msg === 'toolkit reloaded')) || undefined, 30_000);
+      await eventually(
+        'every instance reloaded',
+        () => gateways.every((gateway) => gateway.logs.some((line) => line.msg === 'toolkit reloaded')) || undefined,
+        30_000,
+      );
       const reloaded = Date.now();
       await eventually('fires after the reload', async () => (await startedSince(reloaded)) >= 2, 30_000);
 

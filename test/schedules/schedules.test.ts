@@ -106,7 +106,9 @@ for (const dialect of dialects) {
       await eventually('a second run started', async () => (await fires(scheduleId)).filter((row) => row.outcome === 'started').length >= 2);
       const audit = (await s.bed.db('audit_events').where({ action: 'schedule_fire', actor: 'schedule' }).pluck('details')) as string[];
       const details = audit.map((text) => JSON.parse(text)).filter((each) => each.schedule === scheduleId);
-      expect(details.map((each) => each.outcome)).to.include('started').and.include('skipped');
+      expect(details.map((each) => each.outcome))
+        .to.include('started')
+        .and.include('skipped');
     });
 
     it('overlap queue: a fire during a run waits behind it and starts once it ended', async () => {
@@ -129,7 +131,8 @@ for (const dialect of dialects) {
     });
 
     it('records a failed fire naming the reason: a missing or disabled as user, a payload failing client_filter, a full queue', async () => {
-      const reasonOf = (scheduleId: string) => eventually(`a failed fire of ${scheduleId}`, async () => (await fires(scheduleId)).find((row) => row.outcome === 'failed')?.reason);
+      const reasonOf = (scheduleId: string) =>
+        eventually(`a failed fire of ${scheduleId}`, async () => (await fires(scheduleId)).find((row) => row.outcome === 'failed')?.reason);
       expect(await reasonOf(id('nobody', 'failing'))).to.equal('as user nobody does not exist');
       expect(await reasonOf(id('disabled', 'failing'))).to.equal('as user gone is disabled');
       expect(await reasonOf(id('payload', 'failing'))).to.match(/^payload fails client_filter: .*db/);
@@ -142,7 +145,9 @@ for (const dialect of dialects) {
     it('lists the schedules the caller may see, with next and last fire, and pages the fires', async () => {
       const ann = await s.login('ann');
       const list = (await call('GET', `${s.gateway.base}/schedules`, { token: ann })).body.data.schedules as Array<Record<string, any>>;
-      expect(list.map((entry) => entry.id)).to.include(id('every', 'skip')).and.include(id('berlin', 'nightly'));
+      expect(list.map((entry) => entry.id))
+        .to.include(id('every', 'skip'))
+        .and.include(id('berlin', 'nightly'));
       const berlin = list.find((entry) => entry.id === id('berlin', 'nightly'))!;
       expect(berlin).to.deep.include({ toolkit: 'ops', endpoint: 'nightly', cron: '30 2 * * *', timezone: 'Europe/Berlin', last_fire: null, paused: false });
       expect(Date.parse(berlin.next_fire_at)).to.be.greaterThan(Date.now());
@@ -159,7 +164,9 @@ for (const dialect of dialects) {
       expect(page.status).to.equal(200);
       expect(page.body.data.fires).to.have.length(2);
       expect(Date.parse(page.body.data.fires[0].fire_at)).to.be.greaterThan(Date.parse(page.body.data.fires[1].fire_at));
-      const next = await call('GET', `${s.gateway.base}/schedules/${segment(id('every', 'skip'))}/fires?limit=2&cursor=${page.body.data.next_cursor}`, { token: ann });
+      const next = await call('GET', `${s.gateway.base}/schedules/${segment(id('every', 'skip'))}/fires?limit=2&cursor=${page.body.data.next_cursor}`, {
+        token: ann,
+      });
       expect(Date.parse(next.body.data.fires[0].fire_at)).to.be.lessThan(Date.parse(page.body.data.fires[1].fire_at));
       const bad = await call('GET', `${s.gateway.base}/schedules/${segment(id('every', 'skip'))}/fires?limit=0&cursor=x`, { token: ann });
       expect([bad.status, bad.body.error.code, bad.body.error.details.map((problem: { field: string }) => problem.field)]).to.deep.equal([
@@ -173,7 +180,8 @@ for (const dialect of dialects) {
     it('previews the daylight-saving days of Europe/Berlin and a half-hour zone, from any instant', async () => {
       const token = await s.login('ann');
       const preview = async (name: string, from: string, n: number) =>
-        (await call('GET', `${s.gateway.base}/schedules/${segment(id(name, 'nightly'))}/preview?from=${encodeURIComponent(from)}&n=${n}`, { token })).body.data.fires;
+        (await call('GET', `${s.gateway.base}/schedules/${segment(id(name, 'nightly'))}/preview?from=${encodeURIComponent(from)}&n=${n}`, { token })).body.data
+          .fires;
       expect(await preview('berlin', '2027-03-27T00:00:00Z', 3)).to.deep.equal([
         { utc: '2027-03-27T01:30:00Z', local: '2027-03-27T02:30:00+01:00' },
         { utc: '2027-03-28T01:00:00Z', local: '2027-03-28T03:00:00+02:00' },
@@ -221,14 +229,19 @@ for (const dialect of dialects) {
         cli('fires', id('nobody', 'failing'), '--limit', '1'),
       ]);
       expect(list.code, list.stderr).to.equal(0);
-      const ids = list.stdout.trim().split('\n').map((line) => JSON.parse(line).id);
+      const ids = list.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).id);
       expect(ids).to.include(id('berlin', 'nightly'));
       expect(preview.stdout).to.equal('2027-03-28T01:00:00Z  2027-03-28T03:00:00+02:00\n');
       expect(firesOut.stdout).to.match(/^\S+Z {2}failed {3}- {2}as user nobody does not exist\n$/);
       const pause = await cli('pause', id('berlin', 'nightly'));
       expect(pause.stdout).to.equal(`schedule ${id('berlin', 'nightly')}: paused\n`);
       const token = await s.login('ann');
-      const listed = (await call('GET', `${s.gateway.base}/schedules`, { token })).body.data.schedules.find((entry: { id: string }) => entry.id === id('berlin', 'nightly'));
+      const listed = (await call('GET', `${s.gateway.base}/schedules`, { token })).body.data.schedules.find(
+        (entry: { id: string }) => entry.id === id('berlin', 'nightly'),
+      );
       expect(listed.paused).to.equal(true);
       expect(await s.bed.db('audit_events').where({ action: 'schedule_pause', actor: 'cli' }).count({ n: '*' }).first()).to.deep.include({ n: 1 });
     });

@@ -1,6 +1,6 @@
 /**
  * The console's shell: sign-in (password or an OIDC provider), the navigation, and a page per hash route
- * (#/endpoints, #/runs, #/runs/ID, #/approvals, #/keys, #/audit). docs/console.md describes each page.
+ * (#/endpoints, #/runs, #/runs/ID, #/approvals, #/schedules, #/schedules/ID, #/keys, #/audit). docs/console.md describes each page.
  */
 import { base, call, clearToken, description, forgetDescription, problem, setToken, token, whenUnauthorized } from './api.js';
 import { alert, formatTime, h, labelled, replace, status } from './dom.js';
@@ -9,6 +9,7 @@ import { runPage, runsPage } from './runs.js';
 import { approvalsPage } from './approvals.js';
 import { keysPage } from './keys.js';
 import { auditPage } from './audit.js';
+import { schedulePage, schedulesPage } from './schedules.js';
 
 export interface Me {
   user: { id: number; username: string; power: number };
@@ -31,6 +32,7 @@ const PAGES: Array<{ hash: string; title: string; admin?: boolean }> = [
   { hash: '#/endpoints', title: 'Endpoints' },
   { hash: '#/runs', title: 'Runs' },
   { hash: '#/approvals', title: 'Approvals' },
+  { hash: '#/schedules', title: 'Schedules' },
   { hash: '#/keys', title: 'API keys' },
   { hash: '#/audit', title: 'Audit', admin: true },
 ];
@@ -165,6 +167,8 @@ async function show(): Promise<void> {
   if (page.hash === '#/endpoints') return endpointsPage(context);
   if (page.hash === '#/runs') return runsPage(context);
   if (page.hash === '#/approvals') return approvalsPage(context);
+  if (page.hash === '#/schedules' && hash.startsWith('#/schedules/')) return schedulePage(context, decodeURIComponent(hash.slice('#/schedules/'.length)));
+  if (page.hash === '#/schedules') return schedulesPage(context);
   if (page.hash === '#/keys') return keysPage(context);
   return auditPage(context);
 }

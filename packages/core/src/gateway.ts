@@ -177,8 +177,8 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     cleanups.push(() => plugins.close());
     checkpoint();
     const toolkitLog = options.worker && !options.worker.first ? demoted(log) : log;
-    // Made once the app is (a fire is an internal call); a reload tells it at once (a new schedule gets a timer).
-    let schedules: Schedules | undefined;
+    // What a reload tells at once (the schedules, made with the app: a new schedule gets its timer).
+    const reloadListeners: Array<() => void> = [];
     const onInvalid = config.toolkits.on_invalid_at_start;
     const versions = new ToolkitVersions(db);
     await database(versions.learn());
@@ -186,7 +186,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       maxFileBytes: config.toolkits.max_file_bytes,
       onReload: (outcome) => {
         metrics.reload(outcome.problems.length > 0 ? 'refused' : 'applied');
-        schedules?.reloaded();
+        for (const listener of reloadListeners) listener();
       },
       // One process of a cluster records (the others serve the same files).
       versions: { store: versions, lastGoodAtStart: onInvalid === 'last_good', record: !options.worker || options.worker.first },
@@ -236,7 +236,8 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     const jwtIssuers = new JwtIssuers(config.auth.jwt_issuers, users, new SessionCache(freshness), log);
     const pluginMiddleware = plugins.middleware;
     const internalCalls = new InternalCalls(config.server.base_url);
-    schedules = new Schedules({ db, registry: toolkits, users, internalCalls, audit, metrics, log });
+    const schedules = new Schedules({ db, registry: toolkits, users, internalCalls, audit, metrics, log });
+    reloadListeners.push(() => schedules.reloaded());
     const app = createApp({
       config,
       db,

@@ -50,7 +50,14 @@ export const schedulesList: Command = {
       if (values.json === true) json(schedule);
       else {
         const last = schedule.last_fire ? `${schedule.last_fire.fire_at} ${schedule.last_fire.outcome}` : '-';
-        const line = [schedule.id, `"${schedule.cron}"`, schedule.timezone, `next ${schedule.next_fire_at ?? '-'}`, `last ${last}`, schedule.paused ? 'paused' : 'active'];
+        const line = [
+          schedule.id,
+          `"${schedule.cron}"`,
+          schedule.timezone,
+          `next ${schedule.next_fire_at ?? '-'}`,
+          `last ${last}`,
+          schedule.paused ? 'paused' : 'active',
+        ];
         process.stdout.write(line.join('  ') + '\n');
       }
     }

@@ -72,7 +72,12 @@ export const FIRES_MAX_LIMIT = 200;
 export const FIRES_DEFAULT_LIMIT = 50;
 
 /** A page of a schedule's fires, newest first; `next_cursor` is the last fire's time (ms) in base64url. */
-export async function scheduleFires(store: ScheduleStore, id: string, limit: number, before?: number): Promise<{ fires: FireData[]; next_cursor: string | null }> {
+export async function scheduleFires(
+  store: ScheduleStore,
+  id: string,
+  limit: number,
+  before?: number,
+): Promise<{ fires: FireData[]; next_cursor: string | null }> {
   const rows = await store.fires(id, limit, before);
   const last = rows.length === limit ? rows.at(-1) : undefined;
   return { fires: rows.map(fireData), next_cursor: last ? Buffer.from(String(last.fire_at)).toString('base64url') : null };

@@ -43,7 +43,14 @@ export class ScheduleStore {
   /** Inserts the fire; true when this call did (it is ours to fire), false when the row was there. */
   async claim(scheduleId: string, fireAt: number, outcome: FireOutcome = 'pending', reason: string | null = null): Promise<boolean> {
     try {
-      await this.db('schedule_fires').insert({ schedule_id: scheduleId, fire_at: fireAt, outcome, run_id: null, reason: reason?.slice(0, REASON_MAX) ?? null, created_at: Date.now() });
+      await this.db('schedule_fires').insert({
+        schedule_id: scheduleId,
+        fire_at: fireAt,
+        outcome,
+        run_id: null,
+        reason: reason?.slice(0, REASON_MAX) ?? null,
+        created_at: Date.now(),
+      });
       return true;
     } catch (err) {
       if (isUniqueViolation(err)) return false;
@@ -132,8 +139,7 @@ export class ScheduleStore {
   /** The run of the schedule's last started fire, if any. */
   async lastRun(scheduleId: string): Promise<string | undefined> {
     const row = (await this.db('schedule_fires').where({ schedule_id: scheduleId, outcome: 'started' }).orderBy('fire_at', 'desc').first('run_id')) as
-      | { run_id?: string | null }
-      | undefined;
+      { run_id?: string | null } | undefined;
     return row?.run_id ?? undefined;
   }
 }

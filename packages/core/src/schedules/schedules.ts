@@ -114,7 +114,8 @@ export class Schedules {
     await this.ticking;
     // Held fires die with the instance that holds them: recorded, never left pending.
     for (const followed of this.followed.values())
-      for (const at of followed.held.splice(0)) await this.end(followed, at, 'failed', null, 'gateway_stopped: the instance holding this fire stopped').catch(() => undefined);
+      for (const at of followed.held.splice(0))
+        await this.end(followed, at, 'failed', null, 'gateway_stopped: the instance holding this fire stopped').catch(() => undefined);
   }
 
   /** Takes the live snapshot's schedules: new ones from the database's record (at start) or from now (a reload). */
@@ -201,10 +202,14 @@ export class Schedules {
       const makeUp = schedule.missed === 'latest' && now - latest <= schedule.missedWindowMs ? latest : undefined;
       for (const missed of older) {
         if (missed === makeUp) continue;
-        const reason = schedule.missed === 'skip' ? 'missed: skip (the gateway was down)' : 'the gateway was down (only the latest missed fire within missed_window is made up)';
+        const reason =
+          schedule.missed === 'skip'
+            ? 'missed: skip (the gateway was down)'
+            : 'the gateway was down (only the latest missed fire within missed_window is made up)';
         if (await this.store.claim(schedule.id, missed, 'missed', reason)) this.recorded(followed, missed, 'missed', null, reason, false);
       }
-      if (unlisted !== 0) this.s.log.warn('schedule: older missed fires not recorded one by one', { schedule: schedule.id, ...(unlisted > 0 && { fires: unlisted }) });
+      if (unlisted !== 0)
+        this.s.log.warn('schedule: older missed fires not recorded one by one', { schedule: schedule.id, ...(unlisted > 0 && { fires: unlisted }) });
       if (makeUp !== undefined) await this.fire(followed, makeUp, true);
     }
     for (const fire of onTime) await this.fire(followed, fire, false);
@@ -221,7 +226,8 @@ export class Schedules {
       if (previous !== undefined && (await this.store.runGoing(previous))) {
         if (schedule.overlap === 'skip') return this.end(followed, at, 'skipped', null, `overlap: the previous run ${previous} has not ended`, madeUp);
         const limit = followed.endpoint.type.detached?.(followed.endpoint.typeConfig)?.maxQueued ?? 100;
-        if (followed.held.length >= limit) return this.end(followed, at, 'failed', null, `queue full: ${limit} fires wait behind the previous run (max_queued)`, madeUp);
+        if (followed.held.length >= limit)
+          return this.end(followed, at, 'failed', null, `queue full: ${limit} fires wait behind the previous run (max_queued)`, madeUp);
         followed.held.push(at);
         return;
       }
@@ -283,7 +289,15 @@ export class Schedules {
       endpoint: endpoint.path,
       status: outcome === 'started' ? 202 : null,
       code: outcome === 'failed' ? 'failed' : 'ok',
-      details: { schedule: schedule.id, fire_at: new Date(at).toISOString(), outcome, run_id: runId, reason, ...(madeUp && { made_up: true }), as: schedule.as },
+      details: {
+        schedule: schedule.id,
+        fire_at: new Date(at).toISOString(),
+        outcome,
+        run_id: runId,
+        reason,
+        ...(madeUp && { made_up: true }),
+        as: schedule.as,
+      },
     });
   }
 }

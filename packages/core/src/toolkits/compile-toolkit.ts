@@ -13,7 +13,14 @@ import type { ToolkitProblem } from './config-issues.js';
 import type { DatabaseSchema } from '../db/database-schema.js';
 import { compileDbContext, type DbContextEntry } from './db-context-entries.js';
 import { diagnose } from './toolkit-diagnostics.js';
-import { ENDPOINT_CORE_KEYS, endpointCoreSchema, toolkitFileSchema, type ApprovalConfig, type EndpointCoreConfig, type ScheduleConfig } from './toolkit-file-schema.js';
+import {
+  ENDPOINT_CORE_KEYS,
+  endpointCoreSchema,
+  toolkitFileSchema,
+  type ApprovalConfig,
+  type EndpointCoreConfig,
+  type ScheduleConfig,
+} from './toolkit-file-schema.js';
 import { toolkitFileJsonSchema } from './toolkit-json-schema.js';
 import { parseSourceFile, type SourceFile } from '../config/source-file.js';
 import { compileWrapping, namesObjectField } from './wrapping-rules.js';

@@ -37,7 +37,11 @@ export function cronProblem(cron: string): CronProblem | undefined {
   const fields = text.split(/\s+/).filter(Boolean);
   if (fields.length < 5 || fields.length > 6) {
     const hint =
-      fields.length === 4 ? `${text} *` : fields.length === 7 ? `${fields.slice(0, 6).join(' ')} (no year field)` : 'minute hour day month weekday, e.g. "30 2 * * *"';
+      fields.length === 4
+        ? `did you mean "${text} *"?`
+        : fields.length === 7
+          ? `did you mean "${fields.slice(0, 6).join(' ')}"? (no year field)`
+          : 'minute hour day month weekday, e.g. "30 2 * * *"';
     return { message: `a cron expression has 5 fields, or 6 with seconds first (this has ${fields.length})`, hint };
   }
   try {

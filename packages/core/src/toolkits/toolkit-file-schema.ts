@@ -107,7 +107,7 @@ export const scheduleSchema = z.strictObject({
     .describe('Unique within the endpoint; the schedule id is <toolkit>/<endpoint path>#<name> (a renamed schedule is a new one).'),
   cron: z.string().min(1).describe('5 fields (minute hour day month weekday), or 6 with seconds first; or @hourly, @daily, @weekly, @monthly.'),
   timezone: z.string().min(1).default('UTC').describe('The IANA time zone the fire times are computed in (default UTC).'),
-  as: z.string().min(1).max(64).describe('The tkgate user the run acts as: its permissions are checked at each fire, as a call\'s are.'),
+  as: z.string().min(1).max(64).describe("The tkgate user the run acts as: its permissions are checked at each fire, as a call's are."),
   payload: z.record(z.string(), z.unknown()).default({}).describe("The run's payload; it passes client_filter as a call's body would."),
   overlap: z
     .enum(['skip', 'queue', 'allow'])
@@ -168,7 +168,9 @@ export const endpointCoreSchema = z.strictObject({
   schedule: z
     .array(scheduleSchema)
     .optional()
-    .describe('Only on endpoints that run as jobs (exec with run: async): runs started by the clock, exactly once per fire time across all instances (docs/schedules.md).'),
+    .describe(
+      'Only on endpoints that run as jobs (exec with run: async): runs started by the clock, exactly once per fire time across all instances (docs/schedules.md).',
+    ),
 });
 export type EndpointCoreConfig = z.infer<typeof endpointCoreSchema>;
 export const ENDPOINT_CORE_KEYS = new Set(Object.keys(endpointCoreSchema.shape));
