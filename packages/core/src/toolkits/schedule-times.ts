@@ -2,7 +2,7 @@ import { Cron } from 'croner';
 import { nearest } from '../suggest.js';
 
 /**
- * A schedule's fire times, computed in its time zone (docs/schedules.md, "Time zones"). croner parses the
+ * A schedule's fire times, computed in its time zone (docs/schedules.md, "Time zones and daylight saving"). croner parses the
  * expression and walks the calendar in the zone; the daylight-saving rules are ours, applied to what croner
  * finds:
  * - a local time that does not exist (spring forward) fires once, at the first instant after the gap: croner
