@@ -226,7 +226,7 @@ for (const dialect of dialects) {
       const [list, preview, firesOut] = await Promise.all([
         cli('list', '--json'),
         cli('preview', id('berlin', 'nightly'), '--from', '2027-03-27T12:00:00Z', '--n', '1'),
-        cli('fires', id('nobody', 'failing'), '--limit', '1'),
+        cli('fires', id('nobody', 'failing'), '--limit', '3'),
       ]);
       expect(list.code, list.stderr).to.equal(0);
       const ids = list.stdout
@@ -235,7 +235,8 @@ for (const dialect of dialects) {
         .map((line) => JSON.parse(line).id);
       expect(ids).to.include(id('berlin', 'nightly'));
       expect(preview.stdout).to.equal('2027-03-28T01:00:00Z  2027-03-28T03:00:00+02:00\n');
-      expect(firesOut.stdout).to.match(/^\S+Z {2}failed {3}- {2}as user nobody does not exist\n$/);
+      // The newest fire may still be pending: the older ones have their outcome.
+      expect(firesOut.stdout.split('\n').filter((line) => /^\S+Z {2}failed {3}- {2}as user nobody does not exist$/.test(line))).to.not.be.empty;
       const pause = await cli('pause', id('berlin', 'nightly'));
       expect(pause.stdout).to.equal(`schedule ${id('berlin', 'nightly')}: paused\n`);
       const token = await s.login('ann');

@@ -32,12 +32,21 @@ interface Followed {
   next: number | undefined;
   /** Fires of `overlap: queue` claimed here, waiting for the schedule's previous run to end, oldest first. */
   held: number[];
+  /** Fires from before this instance followed the schedule, not claimed yet: made up or recorded missed once settled. */
+  catchUp: number[];
+  /** Fires of the catch-up not listed one by one (-1: some before the window, uncounted). */
+  unlisted: number;
 }
 
 /** The longest a timer waits: pause, resume and reloads are seen within a second. */
 const MAX_WAIT_MS = 1_000;
 /** A fire due up to this long before this instance began following its schedule is still an on-time fire here. */
 const START_GRACE_MS = 1_000;
+/**
+ * How old the latest fire from before this instance's start must be before the catch-up decides: instances that
+ * were up have claimed their fires by then, so only fires nobody was up for are made up or recorded missed.
+ */
+const CATCH_UP_SETTLE_MS = 5_000;
 /** The older missed fires of one downtime recorded one by one (the latest ones); more are counted in the log. */
 const MISSED_RECORDED = 100;
 const DAY_MS = 86_400_000;
@@ -112,6 +121,11 @@ export class Schedules {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.ticking;
+    // A catch-up not settled yet is decided now: the next start would not see these fires again.
+    const now = Date.now();
+    for (const followed of this.followed.values())
+      if (followed.catchUp.length > 0)
+        await this.catchUp(followed, now).catch((err: unknown) => this.s.log.error('schedule catch-up failed', { err: describeDatabaseError(err) }));
     // Held fires die with the instance that holds them: recorded, never left pending.
     for (const followed of this.followed.values())
       for (const at of followed.held.splice(0))
@@ -130,7 +144,7 @@ export class Schedules {
       const [states, latest] = await Promise.all([this.store.states(fresh, now), this.store.latestFires(fresh)]);
       for (const id of fresh) {
         const cursor = atStart ? Math.max(latest.get(id) ?? 0, states.get(id)?.since ?? now) : now;
-        this.followed.set(id, { ...live.get(id)!, cursor, since: now, next: undefined, held: [] });
+        this.followed.set(id, { ...live.get(id)!, cursor, since: now, next: undefined, held: [], catchUp: [], unlisted: 0 });
       }
     }
     for (const [id, followed] of this.followed) {
@@ -170,49 +184,53 @@ export class Schedules {
       [...this.followed.values()].map(async (followed) => {
         await this.releaseHeld(followed);
         if (followed.next !== undefined && followed.next <= now) await this.due(followed, now);
+        const latest = followed.catchUp.at(-1);
+        if (latest !== undefined && now - latest >= CATCH_UP_SETTLE_MS) await this.catchUp(followed, now);
       }),
     );
   }
 
-  /** The fires of one schedule due by `now`: on time ones fired, those of a downtime made up or recorded missed. */
+  /** The fires of one schedule due by `now`: on time ones fired, those from before this instance's start kept for the catch-up. */
   private async due(followed: Followed, now: number): Promise<void> {
-    const { schedule } = followed;
+    const { schedule, catchUp } = followed;
     const onTime: number[] = [];
-    const older: number[] = [];
-    let unlisted = 0;
     let at = followed.next;
     // A long downtime: fires before the missed window (and a day) are neither made up nor listed one by one.
     const floor = now - Math.max(schedule.missedWindowMs, DAY_MS);
     if (at !== undefined && at < floor) {
       at = schedule.times.next(floor);
-      unlisted = -1;
+      followed.unlisted = -1;
     }
     while (at !== undefined && at <= now) {
       if (at > followed.since - START_GRACE_MS) onTime.push(at);
-      else if (older.push(at) > MISSED_RECORDED + 1) {
-        older.shift();
-        if (unlisted >= 0) unlisted++;
+      else if (catchUp.push(at) > MISSED_RECORDED + 1) {
+        catchUp.shift();
+        if (followed.unlisted >= 0) followed.unlisted++;
       }
+      followed.cursor = at;
       at = schedule.times.next(at);
     }
-    followed.cursor = Math.max(...onTime, ...older, followed.cursor);
-    followed.next = schedule.times.next(followed.cursor);
-    if (older.length > 0) {
-      const latest = older.at(-1)!;
-      const makeUp = schedule.missed === 'latest' && now - latest <= schedule.missedWindowMs ? latest : undefined;
-      for (const missed of older) {
-        if (missed === makeUp) continue;
-        const reason =
-          schedule.missed === 'skip'
-            ? 'missed: skip (the gateway was down)'
-            : 'the gateway was down (only the latest missed fire within missed_window is made up)';
-        if (await this.store.claim(schedule.id, missed, 'missed', reason)) this.recorded(followed, missed, 'missed', null, reason, false);
-      }
-      if (unlisted !== 0)
-        this.s.log.warn('schedule: older missed fires not recorded one by one', { schedule: schedule.id, ...(unlisted > 0 && { fires: unlisted }) });
-      if (makeUp !== undefined) await this.fire(followed, makeUp, true);
-    }
+    followed.next = at;
     for (const fire of onTime) await this.fire(followed, fire, false);
+  }
+
+  /** After a downtime: the latest missed fire made up (`missed: latest`, within `missed_window`), the others recorded missed. */
+  private async catchUp(followed: Followed, now: number): Promise<void> {
+    const { schedule } = followed;
+    const older = followed.catchUp.splice(0);
+    const latest = older.at(-1)!;
+    const makeUp = schedule.missed === 'latest' && now - latest <= schedule.missedWindowMs ? latest : undefined;
+    const reason =
+      schedule.missed === 'skip' ? 'missed: skip (the gateway was down)' : 'the gateway was down (only the latest missed fire within missed_window is made up)';
+    for (const missed of older)
+      if (missed !== makeUp && (await this.store.claim(schedule.id, missed, 'missed', reason))) this.recorded(followed, missed, 'missed', null, reason, false);
+    if (followed.unlisted !== 0)
+      this.s.log.warn('schedule: older missed fires not recorded one by one', {
+        schedule: schedule.id,
+        ...(followed.unlisted > 0 && { fires: followed.unlisted }),
+      });
+    followed.unlisted = 0;
+    if (makeUp !== undefined) await this.fire(followed, makeUp, true);
   }
 
   /** Claims one fire; when this instance has it, starts its run (or records why not). */
