@@ -263,7 +263,7 @@ export class Schedules {
   }
 
   /** The run of a fire: the endpoint called as the `as` user, as any call is (permissions, client_filter, queue). */
-  private async startRun(followed: Followed, at: number, madeUp: boolean): Promise<void> {
+  private async callEndpoint(followed: Followed, at: number, madeUp: boolean): Promise<void> {
     const { schedule, endpoint } = followed;
     const user = await this.s.users.findByUsername(schedule.as);
     if (!user) return this.end(followed, at, 'failed', null, `as user ${schedule.as} does not exist`, madeUp);
@@ -285,6 +285,16 @@ export class Schedules {
     });
     const { outcome, runId, reason } = outcomeOf(answer);
     return this.end(followed, at, outcome, runId, reason, madeUp);
+  }
+
+  /** A fire's run, its failure to start recorded rather than leaving the fire pending (the cause in the log only). */
+  private async startRun(followed: Followed, at: number, madeUp: boolean): Promise<void> {
+    try {
+      await this.callEndpoint(followed, at, madeUp);
+    } catch (err) {
+      this.s.log.error('schedule fire could not start its run', { schedule: followed.schedule.id, err: describeDatabaseError(err) });
+      await this.end(followed, at, 'failed', null, 'internal_error: the run could not be started (see the log)', madeUp);
+    }
   }
 
   private async end(followed: Followed, at: number, outcome: FireOutcome, runId: string | null, reason: string | null, madeUp = false): Promise<void> {
