@@ -119,7 +119,7 @@ for (const dialect of dialects) {
       expect(planned.length).to.be.greaterThan(10);
 
       const status = await cli('--status');
-      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(12);
+      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(13);
       expect(status.stdout).to.match(/\nup to date\n$/);
       expect((await cli('--dry-run')).stdout).to.equal('-- already up to date: nothing would run\n');
     });
