@@ -10,7 +10,7 @@ import { call } from '../support/http.js';
 import { scrape, valueOf } from '../support/ops.js';
 import { tempDir } from '../support/paths.js';
 import { withGateway } from '../support/suite.js';
-import { pluginsWithTestFunctions, toolkitDir } from '../support/toolkit-files.js';
+import { pluginsWithTestFunctions, saveByRename, toolkitDir } from '../support/toolkit-files.js';
 
 const script = scriptWriter('tkgate-schedules-bin-');
 /** Waits until the file its argument names exists (the test lets it go), then answers. */
@@ -22,7 +22,7 @@ const id = (name: string, endpoint: string) => `ops/${endpoint}#${name}`;
 const segment = (scheduleId: string) => encodeURIComponent(scheduleId);
 
 function opsToolkit(dir: string) {
-  const job = (extra: Record<string, unknown>) => ({ method: 'POST', type: 'exec', run: 'async', context: 'none', ...extra });
+  const job = (extra: Record<string, unknown>): Record<string, unknown> => ({ method: 'POST', type: 'exec', run: 'async', context: 'none', ...extra });
   return {
     name: 'ops',
     type: 'app',
@@ -245,6 +245,23 @@ for (const dialect of dialects) {
       );
       expect(listed.paused).to.equal(true);
       expect(await s.bed.db('audit_events').where({ action: 'schedule_pause', actor: 'cli' }).count({ n: '*' }).first()).to.deep.include({ n: 1 });
+    });
+
+    it('applies a reload from the next fire: a changed cron and zone, a removed schedule no longer listed', async () => {
+      const changed = opsToolkit(dir);
+      const nightly = changed.endpoints.find((endpoint) => endpoint.path === 'nightly')!;
+      nightly.schedule = [{ name: 'berlin', cron: '0 4 * * *', timezone: 'Asia/Kolkata', as: 'bot' }];
+      saveByRename(toolkits, 'ops.yaml', changed);
+      const token = await s.login('ann');
+      const berlin = await eventually('the reload', async () => {
+        const list = (await call('GET', `${s.gateway.base}/schedules`, { token })).body.data.schedules as Array<Record<string, any>>;
+        return list.some((entry) => entry.id === id('adelaide', 'nightly')) ? undefined : list.find((entry) => entry.id === id('berlin', 'nightly'));
+      });
+      expect(berlin).to.deep.include({ cron: '0 4 * * *', timezone: 'Asia/Kolkata' });
+      // 04:00 in Kolkata is 22:30Z the day before.
+      expect(berlin.next_fire_at).to.match(/T22:30:00Z$/);
+      const gone = await call('GET', `${s.gateway.base}/schedules/${segment(id('adelaide', 'nightly'))}/preview`, { token });
+      expect([gone.status, gone.body.error.code]).to.deep.equal([404, 'schedule_not_found']);
     });
   });
 }
