@@ -23,7 +23,7 @@ export function runStep(runs: Runs, base: string): Stage<RunState> {
       plan,
       method: ctx.method === 'HEAD' ? 'GET' : ctx.method,
       caller,
-      actor: (ctx.state.internalRun?.actor?.kind as string | undefined) ?? credential.kind,
+      actor: credential.kind,
       requestId: ctx.state.requestId,
       context: ctx.state.requestContext,
       payload,
