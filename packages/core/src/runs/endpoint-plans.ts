@@ -20,7 +20,7 @@ export interface KeySources {
 }
 
 /**
- * A run's concurrency key (docs/runs.md, "One at a time per key"): the SHA-256 of the value's text form, so that
+ * A run's concurrency key (docs/runs.md, "Queues and keys"): the SHA-256 of the value's text form, so that
  * `1` and `"1"` are one key, as a person reading them would take them. An absent (or null) value is a key of its
  * own. Objects and arrays are refused (400 naming the field; `$context.payload` at load, compile-toolkit.ts): their JSON text depends on key order and spacing,
  * and `["api"]` beside `"api"` would be two keys for one service. A string's hash is the one earlier versions
