@@ -165,7 +165,17 @@ export class RequestForwarder {
     const answer = (err: unknown) => {
       throw answerOfFailure(err, upstream.timeout);
     };
-    if (!upstream.targets) return this.send(call, targetOf(upstream.url!), upstream.timeout, release).catch(answer);
+    // The configured headers' secrets are read once, before any attempt: one that cannot be read now (a vault gone
+    // down) is the gateway's own fault, a 500 whose cause is logged, not an upstream's 502; nothing is sent to any
+    // target, no target's health suffers, and the place goes back to the gate.
+    let configured: Record<string, string>;
+    try {
+      configured = configuredHeaders(upstream.headers, this.secretValue);
+    } catch (err) {
+      release();
+      return Promise.reject(err);
+    }
+    if (!upstream.targets) return this.send(call, targetOf(upstream.url!), upstream.timeout, configured, release).catch(answer);
     // Across targets: a failed attempt releases nothing; the answer's end, or the last failure, releases the gate.
     const set = this.targets.of(call.endpoint, upstream);
     const retrySent = call.method === 'GET' || call.method === 'HEAD' || call.method === 'OPTIONS' || upstream.idempotent;
@@ -174,7 +184,7 @@ export class RequestForwarder {
       set,
       retrySent,
       upstream.timeout,
-      (target, ms) => this.send(call, targetOf(target.url), ms, answered),
+      (target, ms) => this.send(call, targetOf(target.url), ms, configured, answered),
       (response) => response.status,
     ).catch((err: unknown) => {
       release();
@@ -183,7 +193,13 @@ export class RequestForwarder {
   }
 
   /** One attempt on one URL; `done(answered)` once it is over: failed before an answer (false), or its answer ended (true). */
-  private send(call: EndpointCall<HttpConfig>, target: Target, timeoutMs: number, done: (answered: boolean) => void): Promise<StreamedResponse> {
+  private send(
+    call: EndpointCall<HttpConfig>,
+    target: Target,
+    timeoutMs: number,
+    configured: Record<string, string>,
+    done: (answered: boolean) => void,
+  ): Promise<StreamedResponse> {
     const { upstream } = call.config;
     const incoming = call.incoming;
     const span = call.trace.startSpan(call.method, {
@@ -194,15 +210,7 @@ export class RequestForwarder {
     const wildcard = call.endpoint.path === '*' || call.endpoint.path.endsWith('/*');
     const tls = tlsOf(upstream);
     const agent = this.agents.of({ connectionGroup: connectionGroupOf(upstream, tls), caller: call.callerId, tls });
-    let headers: ReturnType<RequestForwarder['headersOf']>;
-    try {
-      headers = this.headersOf(call, incoming, span);
-    } catch (err) {
-      // A secret that cannot be read now (a vault gone down): nothing was sent; the place goes back to the gate.
-      span.end();
-      done(false);
-      return Promise.reject(err);
-    }
+    const headers = this.headersOf(call, incoming, configured, span);
     return new Promise<StreamedResponse>((resolve, reject) => {
       let answered = false;
       let connectTimer: NodeJS.Timeout | undefined;
@@ -247,10 +255,10 @@ export class RequestForwarder {
     });
   }
 
-  private headersOf(call: EndpointCall<HttpConfig>, incoming: EndpointCall<HttpConfig>['incoming'], span: ChildSpan) {
+  private headersOf(call: EndpointCall<HttpConfig>, incoming: EndpointCall<HttpConfig>['incoming'], configured: Record<string, string>, span: ChildSpan) {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(incoming.headers)) if (!NOT_FORWARDED.has(name)) headers[name] = value;
-    Object.assign(headers, configuredHeaders(call.config.upstream.headers, this.secretValue));
+    Object.assign(headers, configured);
     headers['tkgate-context'] = contextHeader(call.context, false);
     headers['x-request-id'] = call.requestId;
     headers.traceparent = span.traceparent;
