@@ -1,7 +1,7 @@
 /** Endpoints: what the caller may call (openapi.json), by toolkit, searchable, each with a generated form. */
-import { base, call, description } from './api.js';
+import { base, call, description, problem } from './api.js';
 import { alert, h, labelled, replace, status, uid } from './dom.js';
-import { buildRequest, detailsByField, formFields, type FormField, type Operation } from './form-fields.js';
+import { buildRequest, choicesPath, detailsByField, formFields, type FormField, type Operation } from './form-fields.js';
 import type { PageContext } from './main.js';
 
 interface Entry {
@@ -118,6 +118,19 @@ function endpointCard(entry: Entry): HTMLElement {
   const general = h('div', { class: 'form-errors', 'aria-live': 'polite' });
   const answer = h('div', { class: 'answer', 'aria-live': 'polite' });
   form.append(general, h('button', { type: 'submit' }, `Call ${entry.method}`), answer);
+  const valuesOf = () => {
+    const values: Record<string, string | boolean> = {};
+    for (const [name, { input }] of controls) values[name] = input instanceof HTMLInputElement && input.type === 'checkbox' ? input.checked : input.value;
+    return values;
+  };
+  const details = h(
+    'details',
+    { class: 'endpoint' },
+    summary,
+    entry.operation.description ? h('p', { class: 'description' }, entry.operation.description) : null,
+    form,
+  );
+  wireChoices(entry, fields, controls, valuesOf, details);
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     for (const { input, error } of controls.values()) {
@@ -126,8 +139,7 @@ function endpointCard(entry: Entry): HTMLElement {
     }
     replace(general);
     replace(answer, status('Calling…'));
-    const values: Record<string, string | boolean> = {};
-    for (const [name, { input }] of controls) values[name] = input instanceof HTMLInputElement && input.type === 'checkbox' ? input.checked : input.value;
+    const values = valuesOf();
     const request = buildRequest(entry.path, fields, values, hasBody);
     if (request.invalid.length > 0) {
       showDetails(request.invalid, fields, controls, general);
@@ -138,7 +150,68 @@ function endpointCard(entry: Entry): HTMLElement {
     const reply = await call(entry.method, `${request.path}${query ? `?${query}` : ''}`, { body: request.body, raw: true });
     await showAnswer(reply.response, answer, general, fields, controls);
   });
-  return h('details', { class: 'endpoint' }, summary, entry.operation.description ? h('p', { class: 'description' }, entry.operation.description) : null, form);
+  return details;
+}
+
+/**
+ * The selects of fields with choices_from: filled from GET {base}/choices/... when the card opens, and again when a
+ * field named in their args changes (a cascade: a changed environment reloads the hosts). A field whose args are not
+ * all filled in says which one it waits for; a failed load says why at the field.
+ */
+function wireChoices(
+  entry: Entry,
+  fields: readonly FormField[],
+  controls: Map<string, { input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement; error: HTMLElement }>,
+  valuesOf: () => Record<string, string | boolean>,
+  details: HTMLDetailsElement,
+): void {
+  const choiceFields = fields.filter((field) => field.choices);
+  if (choiceFields.length === 0) return;
+  const loads = new Map<string, number>();
+  const load = async (field: FormField): Promise<void> => {
+    const { input, error } = controls.get(field.name)!;
+    const select = input as HTMLSelectElement;
+    const turn = (loads.get(field.name) ?? 0) + 1;
+    loads.set(field.name, turn);
+    const where = choicesPath(entry.path, field, valuesOf());
+    const placeholder = (text: string) => h('option', { value: '' }, text);
+    if ('waitFor' in where) {
+      field.options = [];
+      replace(select, placeholder(`choose ${where.waitFor} first`));
+      select.dispatchEvent(new Event('change'));
+      return;
+    }
+    select.setAttribute('aria-busy', 'true');
+    const reply = await call('GET', where.path);
+    if (loads.get(field.name) !== turn) return;
+    select.removeAttribute('aria-busy');
+    const choices =
+      reply.status === 200 && Array.isArray(reply.json?.data?.choices) ? (reply.json!.data.choices as Array<{ value: unknown; label: string }>) : undefined;
+    if (!choices) {
+      field.options = [];
+      replace(select, placeholder('—'));
+      error.textContent = `the choices could not be loaded: ${problem(reply)}`;
+      select.dispatchEvent(new Event('change'));
+      return;
+    }
+    error.textContent = '';
+    const previous = select.value;
+    field.options = choices.map((choice) => choice.value);
+    replace(select, placeholder('—'), ...choices.map((choice) => h('option', { value: String(choice.value) }, choice.label)));
+    if (choices.some((choice) => String(choice.value) === previous)) select.value = previous;
+    select.dispatchEvent(new Event('change'));
+  };
+  for (const field of choiceFields) {
+    for (const from of new Set(Object.values(field.choices!.args))) controls.get(from)?.input.addEventListener('change', () => void load(field));
+  }
+  // Loaded once the card is opened: a page of endpoints asks no choices endpoint until a form is wanted.
+  let opened = false;
+  details.addEventListener('toggle', () => {
+    if (!details.open || opened) return;
+    opened = true;
+    for (const field of choiceFields)
+      if (!Object.values(field.choices!.args).some((from) => choiceFields.some((other) => other.name === from))) void load(field);
+  });
 }
 
 function control(field: FormField): HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement {
@@ -157,6 +230,8 @@ function control(field: FormField): HTMLInputElement | HTMLSelectElement | HTMLT
   if (field.in === 'raw' && field.kind === 'json') return h('textarea', { ...common, rows: 5, placeholder: '{ "name": "value" }', spellcheck: 'false' });
   if (field.in === 'raw') return h('input', { ...common, type: 'text', placeholder: 'name=value&other=value', spellcheck: 'false' });
   if (field.kind === 'json') return h('textarea', { ...common, rows: 2, placeholder: 'JSON' });
+  // A secret field: typed, sent, never shown (nor offered to the browser's password store).
+  if (field.secret) return h('input', { ...common, type: 'password', autocomplete: 'new-password', spellcheck: 'false' });
   return h('input', {
     ...common,
     type: 'text',

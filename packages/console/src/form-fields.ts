@@ -9,6 +9,16 @@ export interface FieldSchema {
   maxLength?: number;
   pattern?: string;
   enum?: unknown[];
+  /** `password`: a secret field (never shown, a password input). */
+  format?: string;
+  /** choices_from: the endpoint answering the choices, and per arg of its call the field whose value it takes. */
+  'x-tkgate-choices'?: FieldChoices;
+}
+
+/** Where a select's choices come from: GET {base}/choices/{toolkit}/{endpoint}?field=<field>&<arg>=<value of its field>. */
+export interface FieldChoices {
+  endpoint: string;
+  args: Record<string, string>;
 }
 
 export interface Operation {
@@ -40,12 +50,23 @@ export interface FormField {
   pattern?: string;
   /** A select's values, as the gateway will receive them. */
   options?: unknown[];
+  /** Labels of a select's options, by value (choices_from), where they differ from the value. */
+  labels?: Map<string, string>;
   integer?: boolean;
+  /** A secret field: a password input, its value never shown. */
+  secret?: boolean;
+  /** choices_from: the select's options are loaded, and reloaded when a field named in `args` changes. */
+  choices?: FieldChoices;
 }
 
 function fieldOf(name: string, where: FormField['in'], required: boolean, schema: FieldSchema = {}): FormField {
   const field: FormField = { name, in: where, required, kind: 'text' };
-  if (Array.isArray(schema.enum) && schema.enum.length > 0) {
+  const choices = schema['x-tkgate-choices'];
+  if (choices && typeof choices.endpoint === 'string') {
+    field.kind = 'select';
+    field.options = [];
+    field.choices = { endpoint: choices.endpoint, args: { ...choices.args } };
+  } else if (Array.isArray(schema.enum) && schema.enum.length > 0) {
     field.kind = 'select';
     field.options = schema.enum;
   } else if (schema.type === 'integer' || schema.type === 'number') {
@@ -53,11 +74,28 @@ function fieldOf(name: string, where: FormField['in'], required: boolean, schema
     field.integer = schema.type === 'integer';
   } else if (schema.type === 'boolean') field.kind = 'checkbox';
   else if (schema.type === 'array' || schema.type === 'object') field.kind = 'json';
+  if (schema.format === 'password') field.secret = true;
   if (field.kind === 'text') {
     if (typeof schema.maxLength === 'number') field.maxLength = schema.maxLength;
     if (typeof schema.pattern === 'string') field.pattern = schema.pattern;
   }
   return field;
+}
+
+/**
+ * The path of a field's choices (`/choices/{toolkit}/{endpoint path}?field=...&<arg>=...`, the form's own endpoint) from its current values,
+ * or the name of the field that has no value yet (its choices depend on it).
+ */
+export function choicesPath(operationPath: string, field: FormField, values: Record<string, string | boolean>): { path: string } | { waitFor: string } {
+  const query = new URLSearchParams({ field: field.name });
+  for (const [arg, from] of Object.entries(field.choices?.args ?? {})) {
+    const value = values[from];
+    if (value === undefined || value === '') return { waitFor: from };
+    query.set(arg, String(value));
+  }
+  // /tk/<kind>/<toolkit>/<endpoint path> → /choices/<toolkit>/<endpoint path> (a template's {name} as written).
+  const [, , , toolkit, ...endpoint] = operationPath.split('/');
+  return { path: `/choices/${toolkit}/${endpoint.join('/')}?${query}` };
 }
 
 /** The names of an open payload's free fields: with a space, which no field of a client_filter has. */

@@ -20,9 +20,9 @@ import { openApiRoutes } from './openapi/openapi-route.js';
 import { healthRoutes, type ReadinessState } from './ops/health.js';
 import { requestLog } from './ops/request-log.js';
 import { toolkitRoutes, type PipelineServices } from './pipeline/toolkit-routes.js';
+import { choicesRoutes } from './pipeline/choices-route.js';
 import type { PluginMiddlewareSet } from './plugins/plugin-middleware.js';
 import type { Tracing } from './tracing/request-trace.js';
-import type { SecretMask } from './secrets/secret-mask.js';
 import { runRoutes } from './runs/run-routes.js';
 import { consoleRoutes } from './console/console-routes.js';
 import { scheduleRoutes } from './schedules/schedule-routes.js';
@@ -37,8 +37,6 @@ export type AppServices = AuthServices &
     tracing: Tracing;
     /** Routes of other domains, added after the core's (OIDC, API keys, admin). */
     routes?: readonly RouteContribution[];
-    /** The values of secrets toolkit files reference: never in an error answer. */
-    secretMask?: SecretMask;
     /** The console's built files (console/console-routes.ts); undefined: resolve `@tkgate/console`. */
     consoleDir?: string | undefined;
     /** The schedules fired on this instance (schedules/); its routes answer from their store. */
@@ -99,6 +97,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
     runRoutes({ ...services, reads: services.runs.store, feeds: services.runs.feeds, commands: services.runs.commands }),
     scheduleRoutes(services),
     consoleRoutes(services),
+    choicesRoutes(services),
     toolkitRoutes(services, at),
     ...(services.routes ?? []),
   ];

@@ -70,6 +70,10 @@ export const CORE_ERROR_CODES = {
   too_many_sockets: { status: 429, meaning: 'The user has websocket.max_per_user WebSockets open on this instance already.' },
   internal_error: { status: 500, meaning: 'Anything unexpected; the cause is logged with the request id, never shown.' },
   db_context_failed: { status: 500, meaning: 'inject_db_context could not read the database.' },
+  choices_failed: {
+    status: 502,
+    meaning: "The endpoint a field's choices come from (choices_from) failed or answered no list of choices; `details` names the field, the log the cause.",
+  },
   unavailable: {
     status: 503,
     meaning:

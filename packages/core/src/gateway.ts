@@ -25,6 +25,7 @@ import { importPlugins, registerPlugins } from './plugins/plugin-loader.js';
 import { Secrets } from './secrets/secrets.js';
 import { JwtIssuers } from './auth/jwt/jwt-issuers.js';
 import { InternalCalls } from './auth/internal-calls.js';
+import { FieldChoices } from './parameters/index.js';
 import { maskedLogger } from './secrets/masked-logger.js';
 import { migratePlugins } from './plugins/plugin-migrations.js';
 import { databaseCounters, sweepRateLimits } from './rate-limits/database-counters.js';
@@ -246,6 +247,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       apiKeys,
       jwtIssuers,
       internalCalls,
+      fieldChoices: new FieldChoices(internalCalls),
       secretMask: secrets.mask,
       users,
       limiter,

@@ -5,8 +5,39 @@ import { repoRoot } from '../../support/paths.js';
 
 /** The console's pure modules (packages/console/src), from their tsc build: no DOM needed. */
 const consoleModule = <T>(file: string): Promise<T> => import(pathToFileURL(path.join(repoRoot, 'packages/console/dist/lib', file)).href) as Promise<T>;
-const { formFields, buildRequest, detailsByField } = await consoleModule<typeof import('../../../packages/console/src/form-fields.js')>('form-fields.js');
+const { formFields, buildRequest, detailsByField, choicesPath } =
+  await consoleModule<typeof import('../../../packages/console/src/form-fields.js')>('form-fields.js');
 const { SseParser, followEvents, stripAnsi } = await consoleModule<typeof import('../../../packages/console/src/sse.js')>('sse.js');
+
+describe('console: a field with choices_from', () => {
+  const [env, host, token] = formFields({
+    requestBody: {
+      content: {
+        'application/json': {
+          schema: {
+            properties: {
+              env: { 'x-tkgate-choices': { endpoint: 'envs', args: {} } },
+              host: { 'x-tkgate-choices': { endpoint: 'hosts/list', args: { env: 'env' } } },
+              token: { type: 'string', format: 'password' },
+            },
+          },
+        },
+      },
+    },
+  });
+
+  it('is a select whose choices come from the form’s own endpoint, waiting for the fields its args name', () => {
+    expect(env).to.include({ kind: 'select' });
+    expect(host!.choices).to.deep.equal({ endpoint: 'hosts/list', args: { env: 'env' } });
+    expect(choicesPath('/tk/app/inv/deploy', env!, {})).to.deep.equal({ path: '/choices/inv/deploy?field=env' });
+    expect(choicesPath('/tk/app/inv/deploy', host!, { env: '' })).to.deep.equal({ waitFor: 'env' });
+    expect(choicesPath('/tk/app/inv/deploy', host!, { env: 'prod & co' })).to.deep.equal({ path: '/choices/inv/deploy?field=host&env=prod+%26+co' });
+  });
+
+  it('marks a secret field', () => {
+    expect(token).to.include({ kind: 'text', secret: true });
+  });
+});
 
 describe('console: a form from an endpoint’s schema', () => {
   const post = {

@@ -22,6 +22,14 @@ export function fieldSchema(rule: CompiledFieldRule | undefined): JsonSchema {
   }
   if (rule?.pattern) schema.pattern = rule.pattern.source;
   if (rule?.allowedValues) schema.enum = rule.allowedValues;
+  // A secret field (docs/toolkits.md): a form shows a password input, and no answer repeats it.
+  if (rule?.secret) Object.assign(schema, { format: 'password', writeOnly: true });
+  // choices_from: GET {base}/choices/{toolkit}/{endpoint path}?field=<this field> lists the values; `args` names, per
+  // query parameter of that call, the field of this payload whose value it takes (a form reloads on its change).
+  if (rule?.choicesFrom) {
+    const args = Object.fromEntries(rule.choicesFrom.args.flatMap(([name, arg]) => ('field' in arg ? [[name, arg.field]] : [])));
+    schema['x-tkgate-choices'] = { endpoint: rule.choicesFrom.endpoint, args };
+  }
   return schema;
 }
 

@@ -40,8 +40,60 @@ export function toolkitPaths(toolkit: CompiledToolkit, options: ToolkitPathOptio
       if (options.reaches(endpoint)) item[method.toLowerCase()] = operation(toolkit, endpoint, method, options.maxBodyBytes);
     }
     if (Object.keys(item).length > 0) paths[`/tk/${toolkit.kind}/${toolkit.name}/${path.replace(/\*$/, '{*}')}`] = item;
+    const withChoices = [...byMethod.values()].find((endpoint) => endpoint.clientFilter.choiceFields && options.reaches(endpoint));
+    if (withChoices) paths[`/choices/${toolkit.name}/${path}`] = { get: choicesOperation(toolkit, withChoices) };
   }
   return paths;
+}
+
+const CHOICES_FAILED: ErrorCase = {
+  status: 502,
+  code: 'choices_failed',
+  description: "the endpoint a field's choices come from (choices_from) failed; details name the field.",
+};
+
+/** GET {base}/choices/{toolkit}/{endpoint path} (docs/toolkits.md, "Choices from another endpoint"): its fields and their args. */
+function choicesOperation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint): JsonSchema {
+  const fields = endpoint.clientFilter.choiceFields!;
+  const args = [...new Set(fields.flatMap(([, rule]) => rule.args.flatMap(([name, arg]) => ('field' in arg ? [name] : []))))];
+  return {
+    operationId: `choices.${toolkit.name}.${endpoint.path.replaceAll('/', '.')}`,
+    tags: [toolkit.name],
+    summary: `The choices a field of ${endpoint.path} offers the caller`,
+    parameters: [
+      { name: 'field', in: 'query', required: true, schema: { enum: fields.map(([field]) => field) } },
+      ...args.map((name) => ({
+        name,
+        in: 'query',
+        required: false,
+        description: 'an arg of the choices call (needed by the fields whose args name it)',
+        schema: { type: 'string' },
+      })),
+    ],
+    responses: {
+      200: successResponse('The choices.', {
+        type: 'object',
+        required: ['choices'],
+        properties: {
+          choices: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['value', 'label'],
+              properties: { value: { type: ['string', 'number', 'boolean'] }, label: { type: 'string' } },
+            },
+          },
+        },
+      }),
+      ...errorResponses([
+        { ...INVALID_PAYLOAD, description: 'no such field with choices_from, or an arg it needs is missing; details name it.' },
+        UNAUTHORIZED,
+        ...NOT_FOUND,
+        ...(endpoint.minPower > 0 ? [{ status: 403, code: 'forbidden', description: `the caller's power is below ${endpoint.minPower}.` }] : []),
+        CHOICES_FAILED,
+      ]),
+    },
+  };
 }
 
 /** Methods whose payload is the query string (a DELETE's may also be a body; its query is shown). */
@@ -56,6 +108,7 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
   const errors: ErrorCase[] = [UNAUTHORIZED, ...NOT_FOUND, INVALID_PAYLOAD, INTERNAL_ERROR, ...own, ...declared];
   if (endpoint.minPower > 0) errors.push({ status: 403, code: 'forbidden', description: `the caller's power is below ${endpoint.minPower}.` });
   if (endpoint.dbContext.length > 0) errors.push(DB_CONTEXT_FAILED);
+  if (filter.choiceFields) errors.push(CHOICES_FAILED);
   const rateLimit = endpoint.rateLimit ?? toolkit.rateLimit;
   if (rateLimit) errors.push(...RATE_LIMIT_ERRORS);
   const op: JsonSchema = {

@@ -7,6 +7,7 @@ import { clientAddress } from '../http/client-address.js';
 import type { GatewayContext } from '../http/context.js';
 import type { Stage } from '../http/stage.js';
 import type { Next } from 'koa';
+import { keptFields } from '../parameters/index.js';
 import type { AuditDetailsCollected, ExecutingState, PayloadFiltered } from './pipeline-state.js';
 
 export interface AuditCallServices {
@@ -18,13 +19,6 @@ export interface AuditCallServices {
 
 type AuditingState = ExecutingState & Authenticated & PayloadFiltered;
 
-/** The payload fields listed in audit_fields that the call has: nothing else of the payload is ever kept. */
-export function listedFields(payload: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> | undefined {
-  let kept: Record<string, unknown> | undefined;
-  for (const field of fields) if (Object.hasOwn(payload, field)) (kept ??= {})[field] = payload[field];
-  return kept;
-}
-
 /**
  * Just before step 9, for an audited endpoint (`audit`, docs/audit.md): the call's event is written, then the
  * endpoint runs, then the event is completed with the answer's status and code (`ok`), the time step 9 took and
@@ -35,7 +29,7 @@ export function listedFields(payload: Record<string, unknown>, fields: readonly 
 export function auditCallStep(s: AuditCallServices): Stage<AuditingState, AuditDetailsCollected> {
   const audited = async (ctx: GatewayContext<AuditingState>, next: Next): Promise<void> => {
     const { endpoint, caller, credential, payload, requestId, jwt } = ctx.state;
-    const listed = listedFields(payload, endpoint.auditFields);
+    const listed = keptFields(payload, endpoint.auditFields, endpoint.clientFilter.secretFields);
     // A workload token's call says which platform identity made it (the subject is an identity, not a secret).
     const who = jwt ? { issuer: jwt.issuer, subject: jwt.subject } : undefined;
     const details = listed || who ? { ...who, ...(listed ? { payload: listed } : {}) } : null;

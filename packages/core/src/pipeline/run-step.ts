@@ -5,7 +5,7 @@ import { runLinks } from '../runs/run-record.js';
 import type { DetachedPlan } from '../plugins/plugin-api.js';
 import type { Runs } from '../runs/runs.js';
 import type { GatewayContext } from '../http/context.js';
-import { listedFields } from './audit-call-step.js';
+import { keptFields } from '../parameters/index.js';
 import type { AuditDetailsCollected, ExecutingState, PayloadFiltered } from './pipeline-state.js';
 
 type RunState = ExecutingState & Authenticated & PayloadFiltered & Partial<AuditDetailsCollected>;
@@ -28,7 +28,7 @@ export function runStep(runs: Runs, base: string): Stage<RunState> {
       context: ctx.state.requestContext,
       payload,
       pathParams,
-      keptPayload: listedFields(payload, endpoint.auditFields),
+      keptPayload: keptFields(payload, endpoint.auditFields, endpoint.clientFilter.secretFields),
       ...(ctx.state.internalRun && { internal: ctx.state.internalRun }),
     });
     if (ctx.state.auditDetails) ctx.state.auditDetails.run_id = id;

@@ -1,5 +1,7 @@
 import type { JwtIssuers } from '../auth/jwt/jwt-issuers.js';
-import type { InternalCalls } from '../auth/internal-calls.js';
+import type { InternalCaller, InternalCalls } from '../auth/internal-calls.js';
+import type { FieldChoices } from '../parameters/index.js';
+import type { SecretMask } from '../secrets/secret-mask.js';
 import type { ApiKeyStore } from '../api-keys/api-key-store.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { authenticateSessionOrKey } from '../auth/authenticate.js';
@@ -50,6 +52,10 @@ export interface PipelineServices {
   rateLimitCounters: RateLimitCounters;
   /** Runs: endpoints that run as jobs are recorded and answered 202 instead of step 9. */
   runs: Runs;
+  /** Fields' choices (choices_from), asked of their endpoints as the caller through internalCalls. */
+  fieldChoices: FieldChoices<InternalCaller>;
+  /** The gateway's mask of secret values (never in an error answer): secret fields' values join it (parameters/secret-fields.ts). */
+  secretMask: SecretMask;
 }
 
 /**
@@ -70,6 +76,7 @@ export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly
     log: s.log,
     metrics: s.metrics,
   };
+  const parameters = { choices: s.fieldChoices, mask: s.secretMask };
   // The aligned columns are the table of steps and their answers: kept as written.
   // prettier-ignore
   return StageList.start<AddressedState>(at)
@@ -80,7 +87,7 @@ export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly
     .then('route', routeStep(s.registry.lifetimes))                            // 2. endpoint path and method        404 endpoint_not_found, 405
     .then('permission', permissionStep)                                        // 3. power >= min_power, key scope    403 forbidden
     .then('rate-limit', rateLimitStep(rateLimits))                             //    rate_limit: docs/rate-limits.md 429 rate_limited, 503 unavailable
-    .then('payload-filter', payloadFilterStep(s.config.server))                // 4. client_filter                   400 invalid_payload
+    .then('payload-filter', payloadFilterStep(s.config.server, parameters))    // 4. client_filter, choices_from     400 invalid_payload, 502 choices_failed
     .then('db-context', dbContextStep(s.db, s.reads))                          // 5. inject_db_context               500 db_context_failed
     .then('group', groupStep(s.db, s.reads))                                   // 6. toolkit group
     .then('context', contextStep)                                              // 7. request context

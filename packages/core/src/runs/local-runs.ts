@@ -1,4 +1,6 @@
 import type { ServerConfig } from '../config/server-config.js';
+import { holdSecretValues } from '../parameters/index.js';
+import type { SecretMask } from '../secrets/secret-mask.js';
 import { describeDatabaseError } from '../db/database-errors.js';
 import { scopedLogger, type Logger } from '../log.js';
 import type { DetachedOutcome, DetachedPlan } from '../plugins/plugin-api.js';
@@ -48,6 +50,8 @@ export class LocalRuns {
       instance: string;
       /** A place of this queue freed here. */
       freed(queue: WaitingQueue): void;
+      /** The gateway's secret mask: a run's secret fields' values are held in it while it runs (parameters/). */
+      mask: SecretMask;
     },
   ) {}
 
@@ -61,6 +65,8 @@ export class LocalRuns {
 
   /** Runs a claimed run here, to its end. */
   run(claimed: ClaimedRun, endpoint: CompiledEndpoint, plan: DetachedPlan): void {
+    // Its secret fields' values masked while it runs, also when the call came to another instance (docs/toolkits.md).
+    const release = holdSecretValues(endpoint.clientFilter.secretFields, claimed.context.payload, this.s.mask);
     const feed = this.s.feeds.startLocal(claimed.id);
     const writer = new BatchedChunkWriter(
       (chunks) => this.s.store.appendChunks(claimed.id, chunks),
@@ -103,7 +109,7 @@ export class LocalRuns {
       output.close();
       await writer.settled();
       await this.finish(local, outcome, feed);
-    })();
+    })().finally(release);
   }
 
   private async finish(local: LocalRun, outcome: DetachedOutcome, feed: ReturnType<RunFeeds['startLocal']>): Promise<void> {

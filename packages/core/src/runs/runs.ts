@@ -69,7 +69,7 @@ export class Runs {
     this.feeds = new RunFeeds(this.store, this.log);
     this.transitions.onChange(runEndings({ audit, metrics, feeds: this.feeds }));
     this.binding = new ApprovalBinding({ store: this.store, transitions: this.transitions, plans: this.plans, audit });
-    this.dryRuns = new DryRuns(this.store, s.log);
+    this.dryRuns = new DryRuns(this.store, s.log, s.registry.types.secrets.mask);
     this.local = new LocalRuns({
       config,
       store: this.store,
@@ -78,6 +78,7 @@ export class Runs {
       log: this.log,
       instance: this.instance,
       freed: (queue) => this.queue.freed(queue),
+      mask: s.registry.types.secrets.mask,
     });
     this.queue = new RunQueue({
       store: this.store,

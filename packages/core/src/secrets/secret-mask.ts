@@ -6,14 +6,60 @@
 export const MASK = '***';
 export const MIN_MASKED_LENGTH = 4;
 
+/** Passing values (secret fields' values of calls) masked at once: the most recent ones; each costs every masked text a search. */
+export const MAX_PASSING_VALUES = 256;
+
 export class SecretMask {
   /** Longest first, so that a value containing another is masked whole. */
   private values: string[] = [];
+  /** The values of references, masked for the gateway's life. */
+  private readonly kept = new Set<string>();
+  /** Values that came with calls (`secret: true` fields), oldest first, at most MAX_PASSING_VALUES. */
+  private readonly passing = new Set<string>();
+  /** Values held by a call or run in progress, with how many hold each: never dropped while held. */
+  private readonly held = new Map<string, number>();
 
   /** Adds a value to mask from now on (a value read anew from a changed file is added; the old one stays). */
   add(value: string): void {
-    if (value.length < MIN_MASKED_LENGTH || this.values.includes(value)) return;
-    this.values = [...this.values, value].sort((a, b) => b.length - a.length);
+    if (value.length < MIN_MASKED_LENGTH || this.kept.has(value)) return;
+    this.kept.add(value);
+    this.sortValues();
+  }
+
+  /** Adds a value a call brought (a secret field's): masked while it is among the MAX_PASSING_VALUES most recent ones. */
+  addPassing(value: string): void {
+    if (value.length < MIN_MASKED_LENGTH || this.kept.has(value)) return;
+    const known = this.passing.delete(value);
+    this.passing.add(value);
+    if (known) return;
+    if (this.passing.size > MAX_PASSING_VALUES) this.passing.delete(this.passing.values().next().value!);
+    this.sortValues();
+  }
+
+  /**
+   * Masks a value while a call or run that brought it is in progress (released by the function returned), and among
+   * the passing values after: no flood of other values can drop it while it may still be printed.
+   */
+  hold(value: string): () => void {
+    if (value.length < MIN_MASKED_LENGTH || this.kept.has(value)) return () => undefined;
+    this.held.set(value, (this.held.get(value) ?? 0) + 1);
+    this.addPassing(value);
+    this.sortValues();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const count = this.held.get(value)! - 1;
+      if (count > 0) this.held.set(value, count);
+      else {
+        this.held.delete(value);
+        this.sortValues();
+      }
+    };
+  }
+
+  private sortValues(): void {
+    this.values = [...new Set([...this.kept, ...this.held.keys(), ...this.passing])].sort((a, b) => b.length - a.length);
   }
 
   get empty(): boolean {

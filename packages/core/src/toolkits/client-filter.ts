@@ -2,6 +2,7 @@ import { RE2JS } from 're2js';
 import type { FieldProblem } from '../errors.js';
 import type { Issue } from '../config/schema-issues.js';
 import { longestMatch } from './pattern-bound.js';
+import { compileChoicesFrom, type CompiledChoicesFrom } from '../parameters/index.js';
 import { PARSEABLE_CONTENT_TYPES, type ClientFilterConfig, type FieldRuleConfig, type FieldType } from './toolkit-file-schema.js';
 
 /**
@@ -45,6 +46,10 @@ export interface CompiledFieldRule {
   /** The longest string the pattern is run on (code units); longer fails the rule. */
   pattern?: { source: string; regex: RE2JS; longest: number; /** A longer value cannot match the pattern at all. */ boundedBySelf: boolean };
   allowedValues?: Array<string | number | boolean | null>;
+  /** `choices_from`: the value must be one of the choices its endpoint gives the caller (checked at step 4 after the rules). */
+  choicesFrom?: CompiledChoicesFrom;
+  /** `secret: true`: kept and shown nowhere (parameters/secret-fields.ts). */
+  secret?: true;
 }
 
 export interface CompiledClientFilter {
@@ -55,6 +60,10 @@ export interface CompiledClientFilter {
   fieldRules: ReadonlyMap<string, CompiledFieldRule>;
   /** Rules per path parameter (`path_rules`), checked before the payload's. */
   pathRules: ReadonlyMap<string, CompiledFieldRule>;
+  /** The fields with `choices_from`, in rule order; undefined when none (step 4 then asks nothing). */
+  choiceFields?: ReadonlyArray<readonly [field: string, choicesFrom: CompiledChoicesFrom]>;
+  /** The fields with `secret: true`; undefined when none. */
+  secretFields?: ReadonlySet<string>;
 }
 
 export function compileClientFilter(
@@ -70,10 +79,29 @@ export function compileClientFilter(
       issues.push({ path: [...at, 'required_fields', index], message: `${field} is required but not in allowed_fields, so it would always be stripped` });
   }
   const fieldRules = new Map<string, CompiledFieldRule>();
+  let choiceFields: Array<readonly [string, CompiledChoicesFrom]> | undefined;
+  let secretFields: Set<string> | undefined;
   for (const [field, rule] of Object.entries(filter.field_rules ?? {})) {
     const rulePath = [...at, 'field_rules', field];
     if (allowed && !allowed.has(field)) issues.push({ path: rulePath, message: `${field} has rules but is not in allowed_fields` });
-    fieldRules.set(field, compileRule(rule, issues, rulePath, compilePattern));
+    const compiled = compileRule(rule, issues, rulePath, compilePattern);
+    if (rule.choices_from) {
+      compiled.choicesFrom = compileChoicesFrom(field, rule.choices_from, allowed, issues, [...rulePath, 'choices_from']);
+      (choiceFields ??= []).push([field, compiled.choicesFrom]);
+    }
+    if (rule.secret) {
+      compiled.secret = true;
+      (secretFields ??= new Set()).add(field);
+    }
+    fieldRules.set(field, compiled);
+  }
+  for (const [field, choicesFrom] of choiceFields ?? []) {
+    for (const [name, arg] of choicesFrom.args)
+      if ('field' in arg && secretFields?.has(arg.field))
+        issues.push({
+          path: [...at, 'field_rules', field, 'choices_from', 'args', name],
+          message: `${arg.field} is a secret field: it is never sent for choices`,
+        });
   }
   const pathRules = new Map<string, CompiledFieldRule>();
   for (const [param, rule] of Object.entries(filter.path_rules ?? {})) {
@@ -86,6 +114,8 @@ export function compileClientFilter(
     allowedContentTypes: filter.allowed_content_types?.map((type) => type.toLowerCase()) ?? PARSEABLE_CONTENT_TYPES,
     fieldRules,
     pathRules,
+    ...(choiceFields && { choiceFields }),
+    ...(secretFields && { secretFields }),
   };
 }
 

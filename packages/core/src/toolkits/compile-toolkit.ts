@@ -6,6 +6,7 @@ import { runsAsJob, type CheckEnvironment, type ConfigIssue } from '../plugins/p
 import type { JsonSchema } from '../plugins/response-description.js';
 import { compileRateLimit } from '../rate-limits/rate-limit-rule.js';
 import { compileClientFilter, type PatternCompiler } from './client-filter.js';
+import { choiceSourceProblem, secretKeyProblem, type ChoiceSourceCandidate } from '../parameters/index.js';
 import type { CompiledApproval, CompiledEndpoint, CompiledSchedule, CompiledToolkit, TemplateRoute } from './compiled-toolkit.js';
 import { cronProblem, FireTimes, zoneProblem } from './schedule-times.js';
 import { fromZod, UNKNOWN_KEY, validateStandard, type Issue } from '../config/schema-issues.js';
@@ -103,11 +104,13 @@ async function compileDocument(document: unknown, file: string, env: CompileEnvi
   }
   const config = parsed.data;
   const routes = new Map<string, Map<string, CompiledEndpoint>>();
+  const compiled: Array<readonly [number, CompiledEndpoint]> = [];
   for (const [index, raw] of config.endpoints.entries()) {
     const endpoint = await compileEndpoint(raw, { name: config.name, audit: config.audit }, file, ['endpoints', index], env, issues);
     const pause = env.pause?.();
     if (pause) await pause;
     if (!endpoint) continue;
+    compiled.push([index, endpoint]);
     const byMethod = routes.get(endpoint.path) ?? new Map<string, CompiledEndpoint>();
     for (const method of endpoint.methods) {
       if (byMethod.has(method))
@@ -120,6 +123,7 @@ async function compileDocument(document: unknown, file: string, env: CompileEnvi
     }
     routes.set(endpoint.path, byMethod);
   }
+  checkChoiceSources(compiled, issues);
   return {
     templates: templateRoutes(routes, config.endpoints, issues),
     name: config.name,
@@ -157,6 +161,28 @@ function templateRoutes(routes: Map<string, Map<string, CompiledEndpoint>>, raw:
     templates.push({ template, byMethod });
   }
   return templates.sort((a, b) => Number(a.template.wildcard) - Number(b.template.wildcard) || b.template.segments.length - a.template.segments.length);
+}
+
+/** Each `choices_from.endpoint` names an endpoint of this toolkit that can answer choices (parameters/choices-from.ts). */
+function checkChoiceSources(compiled: ReadonlyArray<readonly [number, CompiledEndpoint]>, issues: Issue[]): void {
+  if (!compiled.some(([, endpoint]) => endpoint.clientFilter.choiceFields)) return;
+  const candidates = new Map<string, ChoiceSourceCandidate>();
+  for (const [, endpoint] of compiled) {
+    const known = candidates.get(endpoint.path);
+    candidates.set(endpoint.path, {
+      path: endpoint.path,
+      methods: [...(known?.methods ?? []), ...endpoint.methods],
+      template: endpoint.template !== undefined,
+      runsCommands: (known?.runsCommands ?? false) || endpoint.type.audited === true || endpoint.type.detached?.(endpoint.typeConfig) !== undefined,
+      hasChoices: (known?.hasChoices ?? false) || endpoint.clientFilter.choiceFields !== undefined,
+    });
+  }
+  for (const [index, endpoint] of compiled) {
+    for (const [field, choicesFrom] of endpoint.clientFilter.choiceFields ?? []) {
+      const problem = choiceSourceProblem(choicesFrom.endpoint, endpoint.path, candidates);
+      if (problem) issues.push({ path: ['endpoints', index, 'client_filter', 'field_rules', field, 'choices_from', 'endpoint'], message: problem });
+    }
+  }
 }
 
 /** The endpoint's path template, checked: each parameter named once, and path_rules only for its parameters. */
@@ -243,6 +269,8 @@ async function compileEndpoint(
   const auditFields = compileAuditFields(config.audit_fields, clientFilter.allowedFields, issues, [...at, 'audit_fields']);
   const approval = compileApproval(config.approval, type, typeConfig.value, issues, [...at, 'approval']);
   const schedules = compileSchedules(config.schedule, `${toolkit}/${config.path}`, template !== undefined, type, typeConfig.value, issues, [...at, 'schedule']);
+  const secretKey = clientFilter.secretFields && secretKeyProblem(clientFilter.secretFields, type.detached?.(typeConfig.value)?.concurrencyKey);
+  if (secretKey) issues.push({ path: [...at, 'concurrency_key'], message: secretKey });
   if (issues.length > before) return undefined;
   const audit = config.audit ?? toolkitAudit ?? type.audited ?? false;
   const kept = env.unchanged?.(toolkit, definition);

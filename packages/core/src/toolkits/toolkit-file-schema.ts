@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PARSEABLE_CONTENT_TYPES } from '../http/payload-body.js';
 import { durationMs } from '../plugins/config-schemas.js';
 import { rateLimitSchema } from '../rate-limits/rate-limit-rule.js';
+import { choicesFromSchema } from '../parameters/index.js';
 import { ENTRY } from './db-context-entries.js';
 
 /**
@@ -28,7 +29,18 @@ const fieldRule = z.strictObject({
     .optional()
     .describe('The value must equal one of these.'),
 });
-export type FieldRuleConfig = z.infer<typeof fieldRule>;
+
+/** A payload field's rule: a path parameter's rules plus where its allowed values come from and whether it is secret (docs/toolkits.md). */
+const payloadFieldRule = fieldRule.extend({
+  choices_from: choicesFromSchema.optional(),
+  secret: z
+    .boolean()
+    .optional()
+    .describe(
+      'true: the value reaches the command or upstream and is kept and shown nowhere: *** in run payloads, audit details, approvals and the console (a password input); masked in logs and output.',
+    ),
+});
+export type FieldRuleConfig = z.infer<typeof payloadFieldRule>;
 
 export { PARSEABLE_CONTENT_TYPES };
 
@@ -63,7 +75,7 @@ const clientFilter = z.strictObject({
     .optional()
     .describe('The body types accepted; default application/json and application/x-www-form-urlencoded.'),
   field_rules: z
-    .record(fieldName, fieldRule.describe('Rules for this field, checked when it is present.'))
+    .record(fieldName, payloadFieldRule.describe('Rules for this field, checked when it is present.'))
     .optional()
     .describe('Rules per field, keyed by field name.'),
   path_rules: z
@@ -161,7 +173,7 @@ export const endpointCoreSchema = z.strictObject({
   audit_fields: z
     .array(fieldName)
     .optional()
-    .describe("Payload fields whose values a call's audit event keeps in details.payload; default none. Never list a secret."),
+    .describe("Payload fields whose values a call's audit event keeps in details.payload; default none. A secret field is kept as ***."),
   approval: approvalSchema
     .optional()
     .describe('Only on endpoints that run as jobs (exec with run: async): each run waits for approval before it starts (docs/runs.md).'),

@@ -1,5 +1,7 @@
 import { describeDatabaseError } from '../../db/database-errors.js';
 import { scopedLogger, type Logger } from '../../log.js';
+import { holdSecretValues } from '../../parameters/index.js';
+import type { SecretMask } from '../../secrets/secret-mask.js';
 import type { CompiledEndpoint } from '../../toolkits/compiled-toolkit.js';
 import type { DryRunRecord, RunStore } from '../run-store.js';
 import { settleWithin } from '../settle-within.js';
@@ -20,10 +22,13 @@ export class DryRuns {
   constructor(
     private readonly store: RunStore,
     private readonly log: Logger,
+    /** The gateway's secret mask: the run's secret fields' values are held in it while its dry run goes on. */
+    private readonly mask: SecretMask,
   ) {}
 
   start(id: string, endpoint: CompiledEndpoint, context: Record<string, unknown>): void {
     const log = scopedLogger(this.log, { plugin: endpoint.type.plugin, run_id: id, toolkit: endpoint.toolkit, endpoint: endpoint.path, dry_run: true });
+    const release = holdSecretValues(endpoint.clientFilter.secretFields, context.payload, this.mask);
     const done = (async () => {
       let record: DryRunRecord;
       try {
@@ -48,7 +53,7 @@ export class DryRuns {
         record = { status: 'failed', exit_code: null, output: '' };
       }
       await this.store.recordDryRun(id, record).catch((err: unknown) => log.warn('dry run not recorded', describeDatabaseError(err)));
-    })();
+    })().finally(release);
     this.going.add(done);
     void done.finally(() => this.going.delete(done));
   }
