@@ -72,10 +72,11 @@ for (const dialect of dialects) {
           'pending       008_toolkit_versions',
           'pending       009_runs',
           'pending       010_run_approvals',
+          'pending       013_run_claims',
           'pending       014_schedules',
           'pending       tkgate-plugin-notes/001_notes',
           'pending       tkgate-plugin-notes/002_pinned',
-          '13 pending: `tkgate migrate` (or the next start) applies them',
+          '14 pending: `tkgate migrate` (or the next start) applies them',
           '',
         ].join('\n'),
       );
@@ -93,6 +94,7 @@ for (const dialect of dialects) {
         '-- 008_toolkit_versions',
         '-- 009_runs',
         '-- 010_run_approvals',
+        '-- 013_run_claims',
         '-- 014_schedules',
         '-- tkgate-plugin-notes/001_notes',
         '-- tkgate-plugin-notes/002_pinned',
@@ -119,7 +121,7 @@ for (const dialect of dialects) {
       expect(planned.length).to.be.greaterThan(10);
 
       const status = await cli('--status');
-      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(13);
+      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(14);
       expect(status.stdout).to.match(/\nup to date\n$/);
       expect((await cli('--dry-run')).stdout).to.equal('-- already up to date: nothing would run\n');
     });

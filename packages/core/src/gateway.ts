@@ -43,6 +43,7 @@ import { ToolkitVersions } from './toolkits/toolkit-versions.js';
 import { createTracing } from './tracing/tracing.js';
 import { Runs } from './runs/runs.js';
 import { Schedules } from './schedules/schedules.js';
+import { openWakeups } from './wakeups/wakeups.js';
 import { UserDirectory } from './users/user-directory.js';
 
 export interface RunningGateway {
@@ -230,7 +231,9 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     const housekeeping = startHousekeeping(sessions, limiter, db, config, log);
     cleanups.push(() => clearInterval(housekeeping));
 
-    const runs = new Runs({ config, db, registry: toolkits, log, audit, metrics });
+    const wakeups = await openWakeups(config, log);
+    cleanups.push(() => wakeups.close());
+    const runs = new Runs({ config, db, registry: toolkits, log, audit, metrics, wakeups });
 
     const users = new UserDirectory(db, reads);
     // Workload tokens act as a configured user, read as an API key's owner is (trusted as long as a session read).

@@ -36,6 +36,12 @@ export const DEFAULT_PLUGINS = ['@tkgate/plugin-internal', '@tkgate/plugin-http'
 
 const positive = { min: 1 };
 
+/** A Redis URL setting's check: empty, or redis: / rediss:. */
+function redisUrl(value: string): void {
+  if (value !== '' && (!URL.canParse(value) || !['redis:', 'rediss:'].includes(new URL(value).protocol)))
+    throw new Error('must be empty or a URL like "redis://127.0.0.1:6379/0" (redis: or rediss:)');
+}
+
 const declaration = {
   server: {
     host: text('127.0.0.1', { doc: 'listen address', env: 'TKGATE_HOST' }),
@@ -128,6 +134,18 @@ const declaration = {
       doc: 'on SIGTERM, how long running runs may go on before they are killed and ended failed (gateway_stopped)',
     }),
     retention: duration('30d', { doc: 'ended runs and their output older than this are purged (by one instance at a time)' }, { minMs: 60_000 }),
+    poll_interval: duration(
+      '1s',
+      { doc: 'how often an instance looks for queued runs, cancels of its runs and new output without a wake-up (and always, as the fallback)' },
+      { minMs: 50 },
+    ),
+    wakeups: oneOf(['auto', 'poll', 'notify', 'redis'], 'auto', {
+      doc: 'how instances tell each other of queued runs, freed places, cancels and output: notify (PostgreSQL LISTEN/NOTIFY), redis (publish/subscribe on redis.url), poll (runs.poll_interval alone); auto is notify on PostgreSQL, poll elsewhere',
+      env: 'TKGATE_RUNS_WAKEUPS',
+    }),
+  },
+  redis: {
+    url: text('', { doc: 'Redis URL for runs.wakeups redis, e.g. redis://127.0.0.1:6379/0', env: 'TKGATE_REDIS_URL', sensitive: true }, redisUrl),
   },
   toolkits: {
     dir: filePath('./config/toolkits', { doc: 'one file per toolkit (.yaml, .yml or .json)', env: 'TKGATE_TOOLKITS_DIR' }),
@@ -148,10 +166,7 @@ const declaration = {
     redis_url: text(
       '',
       { doc: 'Redis URL for rate_limits.store redis, e.g. redis://127.0.0.1:6379/0', env: 'TKGATE_RATE_LIMITS_REDIS_URL', sensitive: true },
-      (value) => {
-        if (value !== '' && (!URL.canParse(value) || !['redis:', 'rediss:'].includes(new URL(value).protocol)))
-          throw new Error('must be empty or a URL like "redis://127.0.0.1:6379/0" (redis: or rediss:)');
-      },
+      redisUrl,
     ),
     on_store_failure: oneOf(['deny', 'allow'], 'deny', {
       doc: 'when the store cannot answer: deny (503 unavailable with Retry-After) or allow (the call goes on, logged and counted)',
@@ -392,6 +407,12 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
     throw new ConfigError(
       `invalid configuration: runs.lost_after: must be at least 3 times runs.heartbeat (${normalised.runs.heartbeat_ms / 1000}s), so a run is not declared lost between two heartbeats`,
     );
+  }
+  if (normalised.runs.wakeups === 'redis' && !normalised.redis.url) {
+    throw new ConfigError('invalid configuration: redis.url: must be set when runs.wakeups is redis');
+  }
+  if (normalised.runs.wakeups === 'notify' && !dialectOf(normalised.db).openListener) {
+    throw new ConfigError('invalid configuration: runs.wakeups: notify needs db.client postgres (LISTEN/NOTIFY); use redis or poll');
   }
   if ((normalised.server.tls.cert === '') !== (normalised.server.tls.key === '')) {
     const missing = normalised.server.tls.cert === '' ? 'cert' : 'key';

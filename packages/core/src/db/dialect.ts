@@ -8,10 +8,9 @@ import type { ColumnKind } from './column-types.js';
  * of tkgate writes portable knex and asks this object where SQL or a driver differs; test/unit/layers.test.ts
  * fails on a driver name or dialect SQL outside db/.
  *
- * Where what is still to come fits: a claim of the next free rows (`FOR UPDATE SKIP LOCKED` on MariaDB and
- * PostgreSQL, SQLite's write lock) goes beside `lockRow`, under "Transactions and row locks"; PostgreSQL's
- * LISTEN/NOTIFY as an optional `notifications` member that only that dialect has (the others poll), as
- * `openReadConnection` is SQLite's alone.
+ * A claim of the next due rows (db/claims.ts) asks `claimLocks`; PostgreSQL's LISTEN/NOTIFY is `openListener`, a
+ * member only that dialect has (the others poll, or tell each other through Redis), as `openReadConnection` is
+ * SQLite's alone.
  */
 export interface Dialect {
   /** The `db.client` setting's value. */
@@ -54,6 +53,17 @@ export interface Dialect {
     key: Record<string, string | number>,
     columns?: readonly string[],
   ): Promise<Record<string, unknown> | undefined>;
+
+  /** How a claim (db/claims.ts) keeps instances apart: rows another transaction holds are skipped, not waited for. */
+  readonly claimLocks: ClaimLocks;
+
+  // Instances telling each other
+
+  /**
+   * PostgreSQL only: a connection of its own, beside the pool, that LISTENs on `channel` and NOTIFYs on it
+   * (wakeups/: LISTEN/NOTIFY); it connects again after a drop, and says when it is up and down.
+   */
+  openListener?(settings: DatabaseSettings, channel: string, events: ListenerEvents): Listener;
 
   // Text compared, ordered and searched byte for byte (docs/toolkits.md: values compare exactly)
 
@@ -143,6 +153,33 @@ export interface SchemaColumn {
   kind: ColumnKind;
   /** A serial or identity column (PostgreSQL reports them; see insertReturningId). */
   generated: boolean;
+}
+
+/** A claim's locks (Dialect.claimLocks). */
+export interface ClaimLocks {
+  /**
+   * Before a claim's first read: SQLite takes the database's write lock (one writer at a time, so nothing is
+   * skipped and nothing is waited for inside); MariaDB and PostgreSQL nothing (their rows are locked as read).
+   */
+  begin(trx: Knex.Transaction, table: string): Promise<void>;
+  /** The rows `query` selects, locked for the rest of the transaction; rows another transaction holds are skipped. */
+  skipLocked(query: Knex.QueryBuilder): Knex.QueryBuilder;
+}
+
+/** What a listener (Dialect.openListener) tells. */
+export interface ListenerEvents {
+  /** A notification's payload, one from this connection included. */
+  message(payload: string): void;
+  /** Listening (again): notifications sent while it was down are lost. */
+  up(): void;
+  /** The connection dropped (or could not be made); it is tried again. */
+  down(error: Error): void;
+}
+
+export interface Listener {
+  /** Sends a notification on the channel (dropped while the connection is down: the listeners poll then). */
+  notify(payload: string): void;
+  close(): Promise<void>;
 }
 
 /** SQLite's connection of the prepared reads (Dialect.openReadConnection). */

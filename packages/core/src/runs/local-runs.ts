@@ -52,6 +52,8 @@ export class LocalRuns {
       freed(queue: WaitingQueue): void;
       /** The gateway's secret mask: a run's secret fields' values are held in it while it runs (parameters/). */
       mask: SecretMask;
+      /** Output of a run of this instance was stored (other instances' followers are told). */
+      stored?(id: string): void;
     },
   ) {}
 
@@ -69,7 +71,10 @@ export class LocalRuns {
     const release = holdSecretValues(endpoint.clientFilter.secretFields, claimed.context.payload, this.s.mask);
     const feed = this.s.feeds.startLocal(claimed.id);
     const writer = new BatchedChunkWriter(
-      (chunks) => this.s.store.appendChunks(claimed.id, chunks),
+      async (chunks) => {
+        await this.s.store.appendChunks(claimed.id, chunks);
+        this.s.stored?.(claimed.id);
+      },
       (chunks) => feed.stored(chunks),
       this.s.log,
     );

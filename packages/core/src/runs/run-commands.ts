@@ -73,6 +73,8 @@ export class RunCommands {
       dryRuns?: DryRuns;
       local?: { stop(id: string, cause: StopCause, graceMs: number): boolean };
       queue?: { wake(): void; wakeFor(queue: WaitingQueue): void };
+      /** A cancel of a run that does not run here was recorded: the instance running it is told. */
+      cancelAsked?(id: string): void;
     },
   ) {}
 
@@ -140,7 +142,10 @@ export class RunCommands {
     const now = Date.now();
     let how: 'cancelled' | 'cancelling' = 'cancelling';
     if (WAITING_STATUSES.has(run.status) && (await this.s.transitions.cancelWaiting(subject(run), by.name, now))) how = 'cancelled';
-    else if (await this.s.store.requestCancel(run.id, by.name, now)) this.s.local?.stop(run.id, { by: 'cancel', who: by.name }, this.s.cancelGraceMs);
+    else if (await this.s.store.requestCancel(run.id, by.name, now)) {
+      // Running elsewhere: the instance running it is told at once (its poll finds it anyway).
+      if (!this.s.local?.stop(run.id, { by: 'cancel', who: by.name }, this.s.cancelGraceMs)) this.s.cancelAsked?.(run.id);
+    }
     else {
       const again = await this.s.store.get(run.id);
       if (again && ENDED_STATUSES.has(again.status)) throw runEnded(again.status);

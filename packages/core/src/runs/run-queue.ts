@@ -2,14 +2,22 @@ import type { DetachedPlan } from '../plugins/plugin-api.js';
 import type { CompiledEndpoint } from '../toolkits/compiled-toolkit.js';
 import { definitionHash } from './approvals/approval-binding.js';
 import type { EndpointPlans } from './endpoint-plans.js';
-import { FULL, type ClaimedRun, type RunStore, type WaitingQueue } from './run-store.js';
+import { FULL, HELD, type ClaimedRun, type RunStore, type WaitingQueue } from './run-store.js';
 import type { RunTransitions } from './run-transitions.js';
 
 /**
  * A claim: the queue's oldest startable runs, started on this instance, exactly once across instances (the store's
  * claim under the queue's lock, run-store.ts). One function, so that another way of claiming replaces it alone.
  */
-export type ClaimRuns = (queue: string, plan: DetachedPlan, room: number, definitionHash: string | undefined) => Promise<ClaimedRun[] | typeof FULL>;
+export type ClaimRuns = (
+  queue: string,
+  plan: DetachedPlan,
+  room: number,
+  definitionHash: string | undefined,
+) => Promise<ClaimedRun[] | typeof FULL | typeof HELD>;
+
+/** How soon a queue whose gate another instance held is looked at again: that claim is a few round trips long. */
+const HELD_RETRY_MS = 20;
 
 /** The store's claim, through the one seam of state changes. */
 export const storeClaim =
@@ -107,7 +115,9 @@ export class RunQueue {
         continue;
       }
       const claimed = await this.s.claim(queue.queue, plan, room, endpoint.approval ? definitionHash(endpoint) : undefined);
-      if (claimed === FULL) this.fullQueues.add(queue.queue);
+      // Another instance claims the queue now: looked at again shortly (a place it freed meanwhile may be missed by it).
+      if (claimed === HELD) setTimeout(() => this.wakeFor(queue), HELD_RETRY_MS).unref();
+      else if (claimed === FULL) this.fullQueues.add(queue.queue);
       else {
         this.fullQueues.delete(queue.queue);
         for (const run of claimed) this.s.start(run, endpoint, plan);

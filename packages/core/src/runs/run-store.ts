@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { claimPurge, purgeIntervalMs } from '../audit/audit-retention.js';
+import { claimDue, FULL, HELD } from '../db/claims.js';
 import type { Database } from '../db/connect.js';
 import { lockRow, writeTransaction } from '../db/write-transaction.js';
 import { KeyedBatches } from './run-intake.js';
 import { ENDED_STATUSES, RUN_COLUMNS, toRunRow, type RunDecision, type RunReason, type RunRow, type RunStatus } from './run-record.js';
 
-/** What a claim answers when its queue's every place is taken: max_concurrency runs running, on any instance. */
-export const FULL = Symbol('full');
+/** What a claim answers when its queue's every place is taken (max_concurrency runs running, on any instance), or another instance claims it now. */
+export { FULL, HELD };
 
 /**
  * What else a state change writes, in its transaction (run-transitions.ts): called only when the change was made,
@@ -184,7 +185,8 @@ function runRow(run: NewRun, queue: string): Record<string, unknown> {
 }
 
 /** A queued run as a claim reads it: with what it needs to start. */
-type WaitingRun = QueuedRun & { context: string | null; request_id: string | null; user_id: number | null; definition_hash: string | null };
+type WaitingRun = QueuedRun &
+  Record<string, unknown> & { context: string | null; request_id: string | null; user_id: number | null; definition_hash: string | null };
 
 /**
  * The waiting runs (oldest first) a claim starts: at most `free`, none whose concurrency key a running run holds,
@@ -202,6 +204,15 @@ function startable(waiting: WaitingRun[], running: Array<{ concurrency_key: stri
     chosen.push(run);
   }
   return chosen;
+}
+
+/** A claimed run as the instance starts it: its context parsed (the claim erased it from the row). */
+function claimedRun({ definition_hash: _bound, ...run }: WaitingRun): ClaimedRun {
+  return {
+    ...run,
+    user_id: run.user_id === null ? null : Number(run.user_id),
+    context: JSON.parse(run.context ?? '{}') as Record<string, unknown>,
+  };
 }
 
 /** The database side of runs: every write is one conditional statement or a short transaction. */
@@ -356,13 +367,12 @@ export class RunStore {
   }
 
   /**
-   * Claims the queue's oldest runs that may start: while fewer than `maxConcurrency` run, the oldest queued run
-   * whose concurrency key no running run holds. Under the queue's claim lock (claims of a queue one at a time, so
-   * that `max_concurrency` holds across instances), in a fixed number of statements whatever the number claimed:
-   * the lock is held for a few round trips, not one per run. The one UPDATE is conditional (`status = 'queued'`):
-   * a run cancelled meanwhile is not started, and every run starts exactly once.
+   * Claims the queue's oldest runs that may start (db/claims.ts): while fewer than `maxConcurrency` run, the oldest
+   * queued run whose concurrency key no running run holds. Under the queue's gate (one instance at a time counts
+   * and claims a queue, so that `max_concurrency` holds across instances), in a fixed number of statements whatever
+   * the number claimed; an instance that finds the gate held is told HELD at once rather than waiting behind it.
    * `room`: at most that many here (the endpoint type's own bound on this instance).
-   * Resolves to the runs started here, or to FULL when every place of the queue was taken (none started).
+   * Resolves to the runs started here, FULL when every place of the queue was taken, HELD when another claims it now.
    */
   async claim(
     queue: string,
@@ -372,44 +382,28 @@ export class RunStore {
     definitionHash?: string,
     room = Infinity,
     also?: (trx: Knex.Transaction, started: readonly ClaimedRun[]) => Promise<void>,
-  ): Promise<ClaimedRun[] | typeof FULL> {
-    return writeTransaction(this.db, async (trx) => {
-      await lockQueue(trx, queue, now);
-      const running = (await trx('runs').where({ queue, status: 'running' }).select('concurrency_key')) as Array<{ concurrency_key: string | null }>;
-      if (running.length >= maxConcurrency) return FULL;
-      const free = Math.min(maxConcurrency - running.length, room);
-      if (free <= 0) return [];
-      const waiting = (await trx('runs')
-        .where({ queue, status: 'queued' })
-        .orderBy([{ column: 'queued_at' }, { column: 'id' }])
-        .limit(CANDIDATES)
-        .select('id', 'toolkit', 'endpoint', 'method', 'queue', 'concurrency_key', 'request_id', 'user_id', 'context', 'definition_hash')) as WaitingRun[];
-      const chosen = startable(waiting, running, free, definitionHash);
-      if (chosen.length === 0) return [];
-      const ids = chosen.map((run) => run.id);
-      const changed = Number(
-        await trx('runs')
-          .whereIn('id', ids)
-          .andWhere({ status: 'queued' })
-          .update({ status: 'running', instance, started_at: now, heartbeat_at: now, context: null }),
-      );
-      // Fewer changed: some were cancelled since the read; those this claim started are running here now.
-      const started = changed === ids.length ? chosen : await this.startedHere(trx, chosen, instance);
-      const claimed = started.map(({ definition_hash: _bound, ...run }) => ({
-        ...run,
-        user_id: run.user_id === null ? null : Number(run.user_id),
-        context: JSON.parse(run.context ?? '{}') as Record<string, unknown>,
-      }));
-      if (also && claimed.length > 0) await also(trx, claimed);
-      return claimed;
+  ): Promise<ClaimedRun[] | typeof FULL | typeof HELD> {
+    const claimed = await claimDue<WaitingRun>(this.db, {
+      table: 'runs',
+      key: 'id',
+      due: (query) => query.where({ queue, status: 'queued' }),
+      order: [{ column: 'queued_at' }, { column: 'id' }],
+      columns: ['id', 'toolkit', 'endpoint', 'method', 'queue', 'concurrency_key', 'request_id', 'user_id', 'context', 'definition_hash'],
+      candidates: CANDIDATES,
+      lease: { status: 'running', instance, started_at: now, heartbeat_at: now, context: null },
+      also: also && ((trx, started) => also(trx, started.map(claimedRun))),
+      gate: {
+        table: 'tkgate_run_queues',
+        key: { queue },
+        choose: async (trx, candidates) => {
+          const running = (await trx('runs').where({ queue, status: 'running' }).select('concurrency_key')) as Array<{ concurrency_key: string | null }>;
+          if (running.length >= maxConcurrency) return FULL;
+          const free = Math.min(maxConcurrency - running.length, room);
+          return free <= 0 ? [] : startable(await candidates(), running, free, definitionHash);
+        },
+      },
     });
-  }
-
-  /** Of the runs a claim chose, those it started (the claim lock keeps every other instance from starting them). */
-  private async startedHere(trx: Knex.Transaction, chosen: WaitingRun[], instance: string): Promise<WaitingRun[]> {
-    const ids = chosen.map((run) => run.id);
-    const started = new Set((await trx('runs').whereIn('id', ids).andWhere({ status: 'running', instance }).pluck('id')) as string[]);
-    return chosen.filter((run) => started.has(run.id));
+    return claimed === FULL || claimed === HELD ? claimed : claimed.map(claimedRun);
   }
 
   /** Ends a waiting or running run; false when it had ended (or, with `instance`, runs elsewhere). */

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { InternalRunOptions } from '../auth/internal-calls.js';
 import type { RunReason, RunStatus } from './run-record.js';
 import type { AlsoWrite, Approver, ClaimedRun, DecisionOutcome, NewRun, RunEnd, RunStore } from './run-store.js';
-import { FULL } from './run-store.js';
+import { FULL, HELD } from './run-store.js';
 
 /** The run a state change is about. */
 export interface TransitionRun {
@@ -104,7 +104,7 @@ export class RunTransitions {
     now: number;
     definitionHash?: string;
     room?: number;
-  }): Promise<ClaimedRun[] | typeof FULL> {
+  }): Promise<ClaimedRun[] | typeof FULL | typeof HELD> {
     const { queue, maxConcurrency, instance, now, definitionHash, room } = claim;
     const started = (runs: readonly ClaimedRun[]): RunTransition[] =>
       runs.map((run) => ({
@@ -117,7 +117,7 @@ export class RunTransitions {
     const also: ((trx: Knex.Transaction, runs: readonly ClaimedRun[]) => Promise<void>) | undefined =
       this.writers.length === 0 ? undefined : (trx, runs) => this.alsoFor(() => started(runs))!(trx);
     const claimed = await this.store.claim(queue, maxConcurrency, instance, now, definitionHash, room, also);
-    if (claimed !== FULL && claimed.length > 0) await this.told(started(claimed));
+    if (claimed !== FULL && claimed !== HELD && claimed.length > 0) await this.told(started(claimed));
     return claimed;
   }
 

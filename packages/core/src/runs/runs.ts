@@ -16,11 +16,16 @@ import { RunFeeds } from './output/run-feeds.js';
 import { RunCommands } from './run-commands.js';
 import { runEndings } from './run-endings.js';
 import { RunQueue, storeClaim } from './run-queue.js';
-import { RunStore } from './run-store.js';
+import { RunStore, type WaitingQueue } from './run-store.js';
+import { ENDED_STATUSES } from './run-record.js';
 import { RunTransitions } from './run-transitions.js';
+import { RunWakeups } from './run-wakeups.js';
+import type { Wakeups } from '../wakeups/wakeups.js';
 
-/** How often an instance looks for queued runs and for cancellations of its own (a freed place is taken within 1 s). */
-export const TICK_MS = 400;
+/** The longest between two ticks: approvals' deadlines are looked for each second, heartbeats as often as runs.heartbeat. */
+const TICK_MAX_MS = 1_000;
+/** An interval may fire a millisecond early: a poll would then wait a whole tick more. */
+const TIMER_SLACK_MS = 25;
 /** How often an instance looks for runs whose approval ran out. */
 const EXPIRY_CHECK_MS = 1_000;
 
@@ -31,13 +36,15 @@ export interface RunsServices {
   log: Logger;
   audit: AuditTrail;
   metrics: GatewayMetrics;
+  /** How instances wake each other (runs.wakeups); polling alone without. */
+  wakeups?: Wakeups;
 }
 
 /**
  * Runs on this instance (docs/runs.md, docs/architecture.md "Runs"): the composer of the runs domain. It wires the
  * store, the one seam of state changes (transitions), what an endpoint's run needs (plans), the queue and its
  * claims, the runs going on here, approvals, housekeeping and output, and runs the tick: the one list of what an
- * instance does every TICK_MS (and at once when a run is asked for or ends here).
+ * instance does each runs.poll_interval (and at once when a run is asked for or ends here).
  */
 export class Runs {
   readonly store: RunStore;
@@ -45,6 +52,8 @@ export class Runs {
   readonly plans: EndpointPlans;
   readonly feeds: RunFeeds;
   readonly commands: RunCommands;
+  /** The wake-ups this instance tells and hears (run-wakeups.ts). */
+  readonly wakeups: RunWakeups;
   /** This instance, as runs record it: host, pid and a random part (a restart is another instance). */
   readonly instance = `${hostname().slice(0, 30)}:${process.pid}:${randomBytes(6).toString('hex')}`;
   private readonly binding: ApprovalBinding;
@@ -53,6 +62,10 @@ export class Runs {
   private readonly local: LocalRuns;
   private readonly housekeeping: RunHousekeeping;
   private lastExpiry = 0;
+  /** When every queue and this instance's cancels were last looked at without a wake-up (runs.poll_interval). */
+  private lastPoll = 0;
+  /** A cancel of a run of this instance was told: looked for in the next tick. */
+  private cancelDue = false;
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
   private again = false;
@@ -66,8 +79,13 @@ export class Runs {
     this.store = new RunStore(s.db);
     this.transitions = new RunTransitions(this.store);
     this.plans = new EndpointPlans(snapshot);
-    this.feeds = new RunFeeds(this.store, this.log);
+    this.wakeups = new RunWakeups(s.wakeups, s.registry, { woken: (kind, queue) => this.woken(kind, queue), feeds: { poke: (id) => this.feeds.poke(id) } });
+    this.feeds = new RunFeeds(this.store, this.log, () => this.wakeups.followPollMs(config.runs.poll_interval_ms));
     this.transitions.onChange(runEndings({ audit, metrics, feeds: this.feeds }));
+    // A run's end is its followers' last word: those on other instances read it now.
+    this.transitions.onChange((change) => {
+      if (ENDED_STATUSES.has(change.to)) this.wakeups.output(change.run.id);
+    });
     this.binding = new ApprovalBinding({ store: this.store, transitions: this.transitions, plans: this.plans, audit });
     this.dryRuns = new DryRuns(this.store, s.log, s.registry.types.secrets.mask);
     this.local = new LocalRuns({
@@ -77,7 +95,11 @@ export class Runs {
       feeds: this.feeds,
       log: this.log,
       instance: this.instance,
-      freed: (queue) => this.queue.freed(queue),
+      freed: (queue) => {
+        this.queue.freed(queue);
+        this.wakeups.freed(queue.queue);
+      },
+      stored: (id) => this.wakeups.output(id),
       mask: s.registry.types.secrets.mask,
     });
     this.queue = new RunQueue({
@@ -99,7 +121,17 @@ export class Runs {
       cancelGraceMs: config.runs.cancel_grace_ms,
       dryRuns: this.dryRuns,
       local: this.local,
-      queue: this.queue,
+      queue: {
+        wake: () => {
+          this.queue.wake();
+          this.wakeups.queued();
+        },
+        wakeFor: (queue) => {
+          this.queue.wakeFor(queue);
+          this.wakeups.queued(queue.queue);
+        },
+      },
+      cancelAsked: (id) => this.wakeups.cancelAsked(id),
     });
     metrics.runs(
       () => this.local.size,
@@ -109,9 +141,25 @@ export class Runs {
   }
 
   start(): void {
-    this.timer = setInterval(() => this.queue.wake(), TICK_MS);
+    const { poll_interval_ms, heartbeat_ms } = this.s.config.runs;
+    this.timer = setInterval(() => this.look(), Math.min(poll_interval_ms, heartbeat_ms, TICK_MAX_MS));
     this.timer.unref();
     this.queue.wake();
+  }
+
+  /** Another instance's wake-up (run-wakeups.ts): a run queued or a place freed in a queue, a cancel asked, all at once. */
+  private woken(kind: 'queued' | 'freed' | 'cancel' | 'all', queue?: WaitingQueue): void {
+    if (kind === 'cancel') {
+      if (this.local.size === 0) return;
+      this.cancelDue = true;
+      return this.look();
+    }
+    if (kind === 'all' || !queue) {
+      this.cancelDue = this.local.size > 0;
+      return this.queue.wake();
+    }
+    if (kind === 'freed') this.queue.freed(queue);
+    else this.queue.wakeFor(queue);
   }
 
   private look(): void {
@@ -132,6 +180,14 @@ export class Runs {
   /** What an instance does on a tick, in order; a step that fails is logged and the others go on. */
   private async tick(): Promise<void> {
     const now = Date.now();
+    // Every queue and this instance's cancels are polled each runs.poll_interval; sooner when woken.
+    const polled = now - this.lastPoll >= this.s.config.runs.poll_interval_ms - TIMER_SLACK_MS;
+    if (polled) {
+      this.lastPoll = now;
+      this.queue.wake();
+    }
+    const cancels = polled || this.cancelDue;
+    this.cancelDue = false;
     const steps: Array<[string, () => Promise<unknown>]> = [];
     // A gateway whose toolkits run no job pays nothing here (no query every tick): runs nobody configured cost nothing.
     const active = this.local.size > 0 || this.plans.servesJobs();
@@ -142,7 +198,7 @@ export class Runs {
       steps.push(['expiry', () => this.binding.expireOverdue(now)]);
     }
     if (active && !this.draining) steps.push(['claim', () => this.queue.claimQueued()]);
-    if (this.local.size > 0) steps.push(['cancel', () => this.local.seeCancellations()]);
+    if (this.local.size > 0 && cancels) steps.push(['cancel', () => this.local.seeCancellations()]);
     if (active && this.housekeeping.heartbeatDue(now))
       steps.push(['heartbeat', () => this.housekeeping.heartbeat(now)], ['lost', () => this.housekeeping.endSilent(now)]);
     if (this.housekeeping.purgeDue(now)) steps.push(['purge', () => this.housekeeping.purge(now)]);
@@ -166,6 +222,7 @@ export class Runs {
     await this.local.drain(this.log);
     while (this.ticking) await new Promise((resolve) => setTimeout(resolve, 20));
     this.feeds.close();
+    this.wakeups.close();
   }
 
   /** Runs started here and not ended: for the drain. */

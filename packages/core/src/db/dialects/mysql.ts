@@ -1,7 +1,17 @@
 import type { Knex } from 'knex';
 import type { ColumnKind } from '../column-types.js';
 import type { DatabaseSettings, Dialect, DriverError } from '../dialect.js';
-import { DEFAULT_CONNECT_MS, insertedIdOf, likePattern, lockRowForUpdate, openServerPool, serverAddress, serverUrl, withOrderedBindings } from './shared.js';
+import {
+  SKIP_LOCKED,
+  DEFAULT_CONNECT_MS,
+  insertedIdOf,
+  likePattern,
+  lockRowForUpdate,
+  openServerPool,
+  serverAddress,
+  serverUrl,
+  withOrderedBindings,
+} from './shared.js';
 
 /** MySQL and MariaDB through mysql2. */
 
@@ -116,6 +126,7 @@ export const MYSQL: Dialect = {
   // READ COMMITTED: searches take no gap locks (the usual source of deadlocks between concurrent inserts and deletes).
   writeIsolation: 'read committed',
   lockRow: lockRowForUpdate,
+  claimLocks: SKIP_LOCKED,
 
   exactEquals(builder, column, value) {
     builder.whereRaw('CAST(?? AS BINARY) = CAST(? AS BINARY)', [column, value]);

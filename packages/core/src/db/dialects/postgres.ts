@@ -3,7 +3,8 @@ import pg from 'pg';
 import type { ColumnKind } from '../column-types.js';
 import type { DatabaseSettings, Dialect, DriverError } from '../dialect.js';
 import { rawRows } from '../raw-rows.js';
-import { DEFAULT_CONNECT_MS, likePattern, lockRowForUpdate, openServerPool, serverAddress, serverUrl } from './shared.js';
+import { openPostgresListener } from './postgres-listener.js';
+import { SKIP_LOCKED, DEFAULT_CONNECT_MS, likePattern, lockRowForUpdate, openServerPool, serverAddress, serverUrl } from './shared.js';
 
 /** PostgreSQL through node-postgres (pg). */
 
@@ -134,6 +135,8 @@ export const POSTGRES: Dialect = {
   // READ COMMITTED already: each statement sees what committed before it began, after the row locks it waited for.
   writeIsolation: undefined,
   lockRow: lockRowForUpdate,
+  claimLocks: SKIP_LOCKED,
+  openListener: openPostgresListener,
 
   exactEquals(builder, column, value) {
     builder.whereRaw('CAST(?? AS TEXT) COLLATE "C" = CAST(? AS TEXT)', [column, value]);

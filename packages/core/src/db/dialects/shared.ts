@@ -1,5 +1,5 @@
 import knex, { type Knex } from 'knex';
-import type { DatabaseSettings, SearchMode } from '../dialect.js';
+import type { ClaimLocks, DatabaseSettings, SearchMode } from '../dialect.js';
 
 /** What two of the dialects do alike (mostly the servers, MySQL/MariaDB and PostgreSQL, where SQLite differs). */
 
@@ -76,3 +76,9 @@ export function withOrderedBindings(sql: string, bound: (index: number, placehol
   let next = 0;
   return sql.replace(/\?/g, (mark) => bound(next++, mark));
 }
+
+/** MariaDB's and PostgreSQL's claim locks: `FOR UPDATE SKIP LOCKED` (MariaDB 10.6 and later, PostgreSQL 9.5). */
+export const SKIP_LOCKED: ClaimLocks = {
+  begin: async () => undefined,
+  skipLocked: (query) => query.forUpdate().skipLocked(),
+};

@@ -122,6 +122,14 @@ export const SQLITE: Dialect = {
     return (await trx(table).where(key).first(columns)) as Record<string, unknown> | undefined;
   },
 
+  claimLocks: {
+    // A no-op UPDATE takes the write lock at once (as lockRow's does): the claim then reads what it writes, alone.
+    begin: async (trx, table) => {
+      await trx.raw('UPDATE ?? SET rowid = rowid WHERE 0 = 1', [table]);
+    },
+    skipLocked: (query) => query,
+  },
+
   exactEquals() {},
   compareText: (builder, column, sqlOperator, value) => builder.where(column, sqlOperator, value),
   exactIn() {},

@@ -31,12 +31,16 @@ class RunFeed {
   local = false;
   polling = false;
   private timer: NodeJS.Timeout | undefined;
+  private next: (() => Promise<void>) | undefined;
+  private reading = false;
+  private pokedWhileReading = false;
 
   constructor(
     readonly id: string,
     private readonly store: RunStore,
     private readonly log: Logger,
     private readonly dropped: (feed: RunFeed) => void,
+    private readonly pollMs: () => number,
   ) {}
 
   push(chunks: readonly OutputChunk[]): void {
@@ -96,14 +100,32 @@ class RunFeed {
     if (this.polling) return;
     this.polling = true;
     const poll = async () => {
+      this.reading = true;
       try {
         await this.poll();
       } catch (err) {
         this.log.warn('run output could not be read', { run_id: this.id, error: (err as Error).message });
       }
-      if (this.polling) this.timer = setTimeout(poll, FOLLOW_POLL_MS);
+      if (this.pokedWhileReading && this.polling) {
+        this.pokedWhileReading = false;
+        return poll();
+      }
+      this.reading = false;
+      if (this.polling) this.timer = setTimeout(poll, this.pollMs());
     };
+    this.next = poll;
     void poll();
+  }
+
+  /** New output was stored elsewhere (a wake-up): read now, or right after the read under way. */
+  poke(): void {
+    if (!this.polling || !this.next) return;
+    if (this.reading) {
+      this.pokedWhileReading = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    void this.next();
   }
 
   private stopPolling(): void {
@@ -128,12 +150,14 @@ export class RunFeeds {
   constructor(
     private readonly store: RunStore,
     private readonly log: Logger,
+    /** How long between two reads of a run running elsewhere (longer while wake-ups tell of new output). */
+    private readonly pollMs: () => number = () => FOLLOW_POLL_MS,
   ) {}
 
   private feed(id: string): RunFeed {
     let feed = this.feeds.get(id);
     if (!feed) {
-      feed = new RunFeed(id, this.store, this.log, (gone) => this.feeds.get(gone.id) === gone && this.feeds.delete(gone.id));
+      feed = new RunFeed(id, this.store, this.log, (gone) => this.feeds.get(gone.id) === gone && this.feeds.delete(gone.id), this.pollMs);
       this.feeds.set(id, feed);
     }
     return feed;
@@ -154,6 +178,12 @@ export class RunFeeds {
   /** A waiting run ended here (cancelled): its followers here hear it at once. */
   ended(id: string, ending: RunEnding): void {
     this.feeds.get(id)?.finish(ending);
+  }
+
+  /** Output of a run (every run followed here, without an id) was stored elsewhere: its followers' reader reads now. */
+  poke(id?: string): void {
+    if (id === undefined) for (const feed of this.feeds.values()) feed.poke();
+    else this.feeds.get(id)?.poke();
   }
 
   close(): void {
