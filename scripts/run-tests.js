@@ -15,6 +15,8 @@ const SERIAL = [
   // Both build the release into build/release: at once, one deletes what the other packs.
   'build/test/release/release.test.js',
   'build/test/release/image.test.js',
+  // Three gateways and a thousand commands in half a minute per database: its neighbours' deadlines would feel it.
+  'build/test/scale/runs-burst.test.js',
 ];
 
 const jobs = process.env.TKGATE_TEST_JOBS ?? '2';
