@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { dialects } from '../support/databases.js';
+import { dialects, postgresAdmin } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { passwordOf } from '../support/fixtures.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
@@ -84,9 +84,33 @@ for (const dialect of dialects) {
       await follower.done;
       expect(follower.events.at(-1)!.event).to.equal('end');
       expect(JSON.parse(follower.events.at(-1)!.data)).to.deep.equal({ status: 'cancelled', exit_code: null });
-
-      expect((await call('POST', `${full.base}/runs/${holding}/cancel`, { token })).status).to.equal(202);
-      expect(await ended(full, holding)).to.include({ status: 'cancelled' });
     });
+
+    if (dialect.name === 'postgres')
+      it('listens again after its connection is ended, and wake-ups work again', async () => {
+        const [full, idle] = gateways as [GatewayProcess, GatewayProcess];
+        const database = new URL(String(s.bed.dbConfig.url)).pathname.slice(1);
+        const listeners = () =>
+          postgresAdmin(async (client) =>
+            (
+              await client.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = 'tkgate-listener' AND datname = $1", [database])
+            ).rows.map((row) => row.pid),
+          );
+        const before = await listeners();
+        expect(before).to.have.length(2);
+        await postgresAdmin((client) => client.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [before]));
+        await eventually(
+          'both listen again',
+          async () => {
+            const now = await listeners();
+            return now.length === 2 && now.every((pid) => !before.includes(pid));
+          },
+          DEADLINE_MS,
+        );
+        const id = await ask(full, 'ticker');
+        expect(await parentOf(id), 'the idle instance runs it').to.equal(idle.child.pid);
+        expect((await call('POST', `${full.base}/runs/${id}/cancel`, { token })).status).to.equal(202);
+        expect(await ended(idle, id)).to.include({ status: 'cancelled' });
+      });
   });
 }

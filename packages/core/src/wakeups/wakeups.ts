@@ -111,13 +111,18 @@ async function redisWakeups(
   const subscriber = new Redis(config.redis.url, options);
   const publisher = new Redis(config.redis.url, { ...options, enableOfflineQueue: false });
   subscriber.on('message', (from: string, payload: string) => from === channel && read(payload));
-  // ioredis subscribes again on each reconnect; `ready` comes after that.
-  subscriber.on('ready', () => up('Redis'));
+  // Subscribed on every (re)connection: ioredis would subscribe again only to what it had subscribed before, and
+  // Redis may be down when the gateway starts.
+  subscriber.on('ready', () => {
+    subscriber.subscribe(channel).then(
+      () => up('Redis'),
+      () => undefined,
+    );
+  });
   subscriber.on('close', () => down('Redis', new Error('the subscribed connection closed')));
   subscriber.on('error', () => undefined);
   publisher.on('error', () => undefined);
   await subscriber.connect().catch((err: Error) => log.warn('run wake-ups (Redis) unreachable; polling until it answers', { error: err.message }));
-  await subscriber.subscribe(channel).catch(() => undefined);
   await publisher.connect().catch(() => undefined);
   return {
     ...common,
