@@ -19,7 +19,10 @@ export interface Claim<Row> {
   table: string;
   /** The primary key column: the lease is written to the chosen rows by it. */
   key: string;
-  /** The rows that are due, as portable knex conditions; the lease's write is made under them again. */
+  /**
+   * The rows that are due, as portable knex conditions; the lease's write is made under them again. A lease that
+   * ran out makes its row due again when the condition says so (`locked_until < now`, say, for a delivery).
+   */
   due(query: Knex.QueryBuilder): Knex.QueryBuilder;
   order: ReadonlyArray<{ column: string; order?: 'asc' | 'desc' }>;
   columns: readonly string[];
@@ -40,6 +43,7 @@ export interface Claim<Row> {
  * the gate's one transaction: exact across instances.
  */
 export interface ClaimGate<Row> {
+  /** A table of lock rows: the key's columns and `claimed_at` (when the row was made), as `tkgate_run_queues`. */
   table: string;
   key: Record<string, string>;
   /**
