@@ -71,12 +71,10 @@ for (const dialect of dialects) {
       const id = await ask(a, 'ticker');
       const [, other, pid] = await placed(id);
       const follower = new SseFollower(`${other.base}/runs/${id}/output`, { token });
-      await eventually('lines arrive on the other instance', () => follower.events.length >= 3);
-      expect(follower.events.slice(0, 3).map((event) => [event.id, event.data])).to.deep.equal([
-        ['1', 'tick 1\n'],
-        ['2', 'tick 2\n'],
-        ['3', 'tick 3\n'],
-      ]);
+      await eventually('lines arrive on the other instance', () => follower.text().split('\n').length > 3);
+      // A chunk is what one read of the command's pipe gave: on a loaded host two ticks may share one.
+      expect(follower.text()).to.match(/^tick 1\ntick 2\ntick 3\n/);
+      expect(follower.events.map((event) => event.id)).to.deep.equal(follower.events.map((_, i) => String(i + 1)));
       const cancel = await call('POST', `${other.base}/runs/${id}/cancel`, { token });
       expect(cancel.status).to.equal(202);
       await follower.done;
