@@ -24,6 +24,8 @@ import { choicesRoutes } from './pipeline/choices-route.js';
 import type { PluginMiddlewareSet } from './plugins/plugin-middleware.js';
 import type { Tracing } from './tracing/request-trace.js';
 import { runRoutes } from './runs/run-routes.js';
+import { notificationRoutes } from './notifications/notification-routes.js';
+import type { Notifications } from './notifications/notifications.js';
 import { consoleRoutes } from './console/console-routes.js';
 import { scheduleRoutes } from './schedules/schedule-routes.js';
 import type { Schedules } from './schedules/schedules.js';
@@ -41,6 +43,8 @@ export type AppServices = AuthServices &
     consoleDir?: string | undefined;
     /** The schedules fired on this instance (schedules/); its routes answer from their store. */
     schedules?: Schedules;
+    /** The gateway's notifications; undefined without sinks (the delivery log is still served). */
+    notifications?: Notifications | undefined;
   };
 
 const noSuchRoute: GatewayMiddleware = () => {
@@ -96,6 +100,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
     adminAuditRoutes(services),
     runRoutes({ ...services, reads: services.runs.store, feeds: services.runs.feeds, commands: services.runs.commands }),
     scheduleRoutes(services),
+    notificationRoutes(services),
     consoleRoutes(services),
     choicesRoutes(services),
     toolkitRoutes(services, at),

@@ -48,6 +48,7 @@ export const CORE_ERROR_CODES = {
   key_not_found: { status: 404, meaning: "No API key of this id, or (for a caller below auth.admin_power) another user's key." },
   run_not_found: { status: 404, meaning: "No run of this id that the caller may see (another user's run is not found either)." },
   schedule_not_found: { status: 404, meaning: 'No schedule of this id in the live toolkits that the caller may see (docs/schedules.md).' },
+  delivery_not_found: { status: 404, meaning: 'No notification delivery of this id (GET {base}/admin/notifications lists them).' },
   method_not_allowed: { status: 405, meaning: 'The endpoint does not accept this method; `Allow` lists those it does.' },
   user_exists: { status: 409, meaning: 'A user of this name already exists (CLI).' },
   group_exists: { status: 409, meaning: 'A core group of this name already exists (CLI).' },

@@ -35,7 +35,7 @@ import { SessionCache, trustFor, trustUntilChanged } from './sessions/session-ca
 import { SessionStore } from './sessions/session-store.js';
 import { SessionTable } from './sessions/session-table.js';
 import { demoted } from './cluster/worker-log.js';
-import { requireToolkitDirectory } from './toolkits/check-directory.js';
+import { requireToolkitDirectory, sinkNames } from './toolkits/check-directory.js';
 import { describeProblem } from './toolkits/config-issues.js';
 import { ToolkitRegistry, type ReloadOutcome } from './toolkits/toolkit-registry.js';
 import { ToolkitWatcher } from './toolkits/toolkit-watcher.js';
@@ -44,6 +44,7 @@ import { createTracing } from './tracing/tracing.js';
 import { Runs } from './runs/runs.js';
 import { Schedules } from './schedules/schedules.js';
 import { openWakeups } from './wakeups/wakeups.js';
+import { Notifications } from './notifications/notifications.js';
 import { UserDirectory } from './users/user-directory.js';
 
 export interface RunningGateway {
@@ -192,6 +193,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       },
       // One process of a cluster records (the others serve the same files).
       versions: { store: versions, lastGoodAtStart: onInvalid === 'last_good', record: !options.worker || options.worker.first },
+      sinks: sinkNames(config),
     });
     cleanups.push(() => toolkits.recorded());
     const { problems } = await database(toolkits.load());
@@ -234,6 +236,8 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     const wakeups = await openWakeups(config, log);
     cleanups.push(() => wakeups.close());
     const runs = new Runs({ config, db, registry: toolkits, log, audit, metrics, wakeups });
+    const notifications = await Notifications.open({ config, db, registry: toolkits, log, metrics, secrets, instance: runs.instance });
+    notifications?.attach(runs.transitions);
 
     const users = new UserDirectory(db, reads);
     // Workload tokens act as a configured user, read as an API key's owner is (trusted as long as a session read).
@@ -264,6 +268,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       tracing,
       runs,
       schedules,
+      notifications,
       consoleDir: options.consoleDir,
     });
     handle = app.callback();
@@ -272,6 +277,11 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     if (!listeningEarly) await listen(server, config.server.host, config.server.port);
     cleanups.push(() => drain(server, log));
     // Undone before the listener drains: running runs get runs.drain_timeout, and followers' streams end.
+    // Stopped after the runs (cleanups run in reverse): the ends of runs the stop drains are delivered meanwhile or by the next start.
+    if (notifications) {
+      notifications.start();
+      cleanups.push(() => notifications.stop());
+    }
     runs.start();
     cleanups.push(() => runs.stop());
     // Stopped before runs are: no fire starts a run while they drain.

@@ -108,6 +108,9 @@ export {
   type ScheduleData,
   type ScheduleEntry,
 } from './schedules/schedule-commands.js';
+export { listDeliveries, redeliver } from './notifications/notification-commands.js';
+export { DELIVERY_STATUSES } from './notifications/notification-store.js';
+export type { DeliveryListing } from './notifications/notification-store.js';
 export type { OutputChunk } from './runs/run-store.js';
 export { runData, ALL_STATUSES as RUN_STATUSES, ENDED_STATUSES as ENDED_RUN_STATUSES } from './runs/run-record.js';
 export type { RunRow, RunStatus } from './runs/run-record.js';

@@ -7,6 +7,7 @@ import { exampleSetup } from './example.js';
 import { groupAdd, groupAssoc, groupOverride } from './group.js';
 import { migrate } from './migrate.js';
 import { openapi } from './openapi.js';
+import { notificationsList, notificationsRedeliver } from './notifications.js';
 import { runsApprove, runsCancel, runsList, runsOutput, runsReject, runsShow } from './runs.js';
 import { schedulesFires, schedulesList, schedulesPause, schedulesPreview, schedulesResume } from './schedules.js';
 import { schema } from './schema.js';
@@ -46,6 +47,8 @@ const all = [
   schedulesFires,
   schedulesPause,
   schedulesResume,
+  notificationsList,
+  notificationsRedeliver,
   configCheck,
   openapi,
   schema,

@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import convict from 'convict';
 import { oidcProviderList, withClientSecrets } from './oidc-providers.js';
+import { notificationSinkList } from './notification-sinks.js';
 import { jwtIssuerList } from './jwt-issuers.js';
 import type { LogLevel } from '../log.js';
 import { dialectOf } from '../db/connect.js';
@@ -146,6 +147,21 @@ const declaration = {
   },
   redis: {
     url: text('', { doc: 'Redis URL for runs.wakeups redis, e.g. redis://127.0.0.1:6379/0', env: 'TKGATE_REDIS_URL', sensitive: true }, redisUrl),
+  },
+  notifications: {
+    sinks: structured(
+      [],
+      { doc: 'where run events are delivered: webhooks signed as Standard Webhooks, or Slack (docs/notifications.md)' },
+      notificationSinkList,
+      'a list of sinks, each an object with name, url, format (standard-webhooks or slack), secret, headers and timeout (docs/notifications.md)',
+    ),
+    max_attempts: integer(8, { doc: 'attempts of one delivery before it is failed' }, { min: 1, max: 50 }),
+    give_up_after: duration('24h', { doc: 'a delivery not delivered this long after its event is failed' }, { minMs: 1_000 }),
+    retry_base: duration(
+      '10s',
+      { doc: 'the wait before the second attempt; later waits grow from it (about 10s, 1m, 5m, 30m, 2h, 6h with the default), with jitter' },
+      { minMs: 10 },
+    ),
   },
   toolkits: {
     dir: filePath('./config/toolkits', { doc: 'one file per toolkit (.yaml, .yml or .json)', env: 'TKGATE_TOOLKITS_DIR' }),

@@ -12,6 +12,7 @@ import * as runs from './migrations/009_runs.js';
 import * as runApprovals from './migrations/010_run_approvals.js';
 import * as runClaims from './migrations/013_run_claims.js';
 import * as schedules from './migrations/014_schedules.js';
+import * as notifications from './migrations/015_notifications.js';
 
 /** Migrations are compiled in, not globbed from disk, so the installed binary carries them. */
 const migrations: Record<string, Knex.Migration> = {
@@ -27,6 +28,7 @@ const migrations: Record<string, Knex.Migration> = {
   '010_run_approvals': runApprovals,
   '013_run_claims': runClaims,
   '014_schedules': schedules,
+  '015_notifications': notifications,
 };
 
 const source: Knex.MigrationSource<string> = {

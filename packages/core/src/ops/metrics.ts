@@ -38,6 +38,10 @@ export interface GatewayMetrics extends PluginMetrics {
    * (the database's, across instances).
    */
   runs(running: () => number, queued: () => Promise<number>, awaiting: () => Promise<number>): void;
+  /** tkgate_notifications_total: one delivery attempt's outcome (delivered, retried, failed), by sink. */
+  notified(sink: string, outcome: string): void;
+  /** tkgate_notifications_pending: deliveries not yet delivered nor failed, across instances. */
+  notificationsPending(read: () => Promise<number>): void;
 }
 
 /** Seconds: from a fast status call (~1 ms) to a slow upstream (the default timeouts are 10 s). */
@@ -56,6 +60,8 @@ export const noMetrics: GatewayMetrics = {
   runEnded: () => undefined,
   scheduleFire: () => undefined,
   runs: () => undefined,
+  notified: () => undefined,
+  notificationsPending: () => undefined,
   gauge: () => undefined,
   counter: () => () => () => undefined,
   labelledGauge: () => undefined,
@@ -117,6 +123,12 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
     name: 'tkgate_runs_total',
     help: 'Runs ended, by toolkit, endpoint and status (succeeded, failed, timed_out, cancelled, lost)',
     labelNames: ['toolkit', 'endpoint', 'status'],
+    registers,
+  });
+  const notifications = new Counter({
+    name: 'tkgate_notifications_total',
+    help: 'Notification delivery attempts, by sink and outcome (delivered, retried, failed)',
+    labelNames: ['sink', 'outcome'],
     registers,
   });
   // Zero rows for every result, so rate() and dashboards see the series before the first event.
@@ -197,6 +209,8 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
       databaseGauge('tkgate_runs_queued', 'Runs waiting to start, across all instances', queued);
       databaseGauge('tkgate_runs_awaiting_approval', 'Runs waiting for approval, across all instances', awaiting);
     },
+    notified: (sink, outcome) => notifications.inc({ sink, outcome }),
+    notificationsPending: (read) => databaseGauge('tkgate_notifications_pending', 'Notification deliveries waiting to be delivered, across all instances', read),
     gauge,
   };
 }

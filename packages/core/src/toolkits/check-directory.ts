@@ -95,6 +95,9 @@ function endpointWarnings(snapshot: ToolkitSnapshot, serverMaxBodyBytes: number)
  * plugins, same live database schema) and reports every problem rather than the first, and the warnings
  * of what loaded.
  */
+/** The names of the configured notification sinks. */
+export const sinkNames = (config: ServerConfig): ReadonlySet<string> => new Set(config.notifications.sinks.map((sink) => sink.name));
+
 export async function checkToolkitDirectory(target: string, config: ServerConfig, log: Logger): Promise<DirectoryCheck> {
   const check = await loadForCheck(target, config, log);
   return { ...check, warnings: endpointWarnings(check.snapshot, config.server.max_body_bytes) };
@@ -109,11 +112,12 @@ function loadForCheck(target: string, config: ServerConfig, log: Logger): Promis
         schema: await readDatabaseSchema(db),
         types,
         compilePattern: patternCache(),
+        sinks: sinkNames(config),
       });
       if (!('toolkit' in result)) return { files: 1, toolkits: [], problems: result.problems, snapshot: new Map() };
       return { files: 1, toolkits: [result.toolkit.name], problems: [], snapshot: new Map([[result.toolkit.name, result.toolkit]]) };
     }
-    const registry = new ToolkitRegistry(target, db, types, onlyPluginFailures(log), { maxFileBytes: config.toolkits.max_file_bytes });
+    const registry = new ToolkitRegistry(target, db, types, onlyPluginFailures(log), { maxFileBytes: config.toolkits.max_file_bytes, sinks: sinkNames(config) });
     const listing = await registry.look();
     const { snapshot, problems } = await registry.load();
     return { files: listing.files.size, toolkits: [...snapshot.keys()], problems, snapshot };

@@ -7,7 +7,7 @@ import type { JsonSchema } from '../plugins/response-description.js';
 import { compileRateLimit } from '../rate-limits/rate-limit-rule.js';
 import { compileClientFilter, type PatternCompiler } from './client-filter.js';
 import { choiceSourceProblem, secretKeyProblem, type ChoiceSourceCandidate } from '../parameters/index.js';
-import type { CompiledApproval, CompiledEndpoint, CompiledSchedule, CompiledToolkit, TemplateRoute } from './compiled-toolkit.js';
+import type { CompiledApproval, CompiledEndpoint, CompiledNotifyRule, CompiledSchedule, CompiledToolkit, TemplateRoute } from './compiled-toolkit.js';
 import { cronProblem, FireTimes, zoneProblem } from './schedule-times.js';
 import { fromZod, UNKNOWN_KEY, validateStandard, type Issue } from '../config/schema-issues.js';
 import type { ToolkitProblem } from './config-issues.js';
@@ -20,6 +20,7 @@ import {
   toolkitFileSchema,
   type ApprovalConfig,
   type EndpointCoreConfig,
+  type NotifyConfig,
   type ScheduleConfig,
 } from './toolkit-file-schema.js';
 import { toolkitFileJsonSchema } from './toolkit-json-schema.js';
@@ -45,6 +46,8 @@ export interface CompileEnvironment {
   pause?(): Promise<void> | undefined;
   /** Field patterns compiled once per pass (client-filter.ts, patternCache); each compiled anew without. */
   compilePattern?: PatternCompiler;
+  /** The names of the server configuration's notification sinks, which `notify` rules name (none: no sinks). */
+  sinks?: ReadonlySet<string>;
 }
 
 /** A toolkit, or every problem of the file and, when it can be read, the toolkit name the file declares. */
@@ -103,10 +106,11 @@ async function compileDocument(document: unknown, file: string, env: CompileEnvi
     return undefined;
   }
   const config = parsed.data;
+  const toolkitNotify = compileNotify(config.notify, env, issues, ['notify']);
   const routes = new Map<string, Map<string, CompiledEndpoint>>();
   const compiled: Array<readonly [number, CompiledEndpoint]> = [];
   for (const [index, raw] of config.endpoints.entries()) {
-    const endpoint = await compileEndpoint(raw, { name: config.name, audit: config.audit }, file, ['endpoints', index], env, issues);
+    const endpoint = await compileEndpoint(raw, { name: config.name, audit: config.audit, notify: toolkitNotify }, file, ['endpoints', index], env, issues);
     const pause = env.pause?.();
     if (pause) await pause;
     if (!endpoint) continue;
@@ -199,7 +203,7 @@ function compilePathTemplate(config: EndpointCoreConfig, issues: Issue[], at: Ar
 
 async function compileEndpoint(
   raw: Record<string, unknown>,
-  { name: toolkit, audit: toolkitAudit }: { name: string; audit: boolean | undefined },
+  { name: toolkit, audit: toolkitAudit, notify: toolkitNotify }: { name: string; audit: boolean | undefined; notify: readonly CompiledNotifyRule[] },
   file: string,
   at: Array<string | number>,
   env: CompileEnvironment,
@@ -271,11 +275,15 @@ async function compileEndpoint(
   const schedules = compileSchedules(config.schedule, `${toolkit}/${config.path}`, template !== undefined, type, typeConfig.value, issues, [...at, 'schedule']);
   const secretKey = clientFilter.secretFields && secretKeyProblem(clientFilter.secretFields, type.detached?.(typeConfig.value)?.concurrencyKey);
   if (secretKey) issues.push({ path: [...at, 'concurrency_key'], message: secretKey });
+  const runsAsJob = Boolean(type.runDetached && type.detached?.(typeConfig.value));
+  if (config.notify && !runsAsJob)
+    issues.push({ path: [...at, 'notify'], message: 'only for endpoints that run as jobs (exec with run: async)', hint: 'set run: async, or remove notify' });
+  const notify = config.notify ? compileNotify(config.notify, env, issues, [...at, 'notify']) : runsAsJob ? toolkitNotify : [];
   if (issues.length > before) return undefined;
   const audit = config.audit ?? toolkitAudit ?? type.audited ?? false;
   const kept = env.unchanged?.(toolkit, definition);
-  // The toolkit's `audit` is not in the endpoint's definition: a change of it alone compiles the endpoint anew.
-  if (kept && kept.audit === audit) return kept;
+  // The toolkit's `audit` and `notify` are not in the endpoint's definition: a change of them alone compiles the endpoint anew.
+  if (kept && kept.audit === audit && JSON.stringify(kept.notify) === JSON.stringify(notify)) return kept;
   return {
     toolkit,
     definition,
@@ -292,6 +300,7 @@ async function compileEndpoint(
     auditFields,
     ...(approval ? { approval } : {}),
     ...(schedules ? { schedules } : {}),
+    notify,
     type,
     typeConfig: typeConfig.value,
     ...payloadFieldsOf(type, typeConfig.value, typeKeys, dbContext),
@@ -299,6 +308,30 @@ async function compileEndpoint(
       .filter(([, declared]) => declared.plugin === type.plugin)
       .map(([code, declared]) => ({ status: declared.status, code, description: declared.meaning })),
   };
+}
+
+/** `notify` rules (the toolkit's or an endpoint's): each names a sink of the server configuration. */
+function compileNotify(rules: NotifyConfig | undefined, env: CompileEnvironment, issues: Issue[], at: Array<string | number>): CompiledNotifyRule[] {
+  if (!rules) return [];
+  const sinks = env.sinks ?? new Set<string>();
+  return rules.map((rule, index) => {
+    if (!sinks.has(rule.sink)) {
+      const guess = nearest(rule.sink, [...sinks]);
+      issues.push({
+        path: [...at, index, 'sink'],
+        message: `no sink ${rule.sink} in notifications.sinks (configured: ${[...sinks].join(', ') || 'none'})`,
+        ...(guess ? { hint: `did you mean ${guess}?` } : {}),
+      });
+    }
+    if (rule.on_recovery && !rule.on.includes('run.failed'))
+      issues.push({ path: [...at, index, 'on_recovery'], message: 'follows a run.failed this rule sent: list run.failed in on' });
+    return {
+      events: [...new Set(rule.on)],
+      sink: rule.sink,
+      afterConsecutiveFailures: rule.after_consecutive_failures ?? null,
+      onRecovery: rule.on_recovery,
+    };
+  });
 }
 
 /** One hour: how long a run waits for approval unless `approval.expires` says. */

@@ -53,6 +53,8 @@ export interface CompiledEndpoint {
   approval?: CompiledApproval;
   /** `schedule`: runs started by the clock (schedules/, docs/schedules.md); only on endpoints that run as jobs. */
   schedules?: readonly CompiledSchedule[];
+  /** `notify`: the endpoint's rules, else its toolkit's (an endpoint that runs as a job only); empty: none. */
+  notify: readonly CompiledNotifyRule[];
   type: RegisteredType;
   /** The type's own keys, as its schema returned them. */
   typeConfig: unknown;
@@ -82,6 +84,15 @@ export interface CompiledSchedule {
   overlap: 'skip' | 'queue' | 'allow';
   missed: 'latest' | 'skip';
   missedWindowMs: number;
+}
+
+/** One `notify` rule (docs/notifications.md). */
+export interface CompiledNotifyRule {
+  events: readonly string[];
+  sink: string;
+  /** run.failed only for this failure in a row (null: every failure). */
+  afterConsecutiveFailures: number | null;
+  onRecovery: boolean;
 }
 
 /** An endpoint's `approval`, with its defaults. */

@@ -132,6 +132,39 @@ export const scheduleSchema = z.strictObject({
   missed_window: durationMs.optional().describe('Missed fires older than this are never made up (default 1h).'),
 });
 export type ScheduleConfig = z.infer<typeof scheduleSchema>;
+/** The events a `notify` rule may name (docs/notifications.md, "Events"). */
+export const NOTIFY_EVENTS = [
+  'run.queued',
+  'run.awaiting_approval',
+  'run.started',
+  'run.succeeded',
+  'run.failed',
+  'run.cancelled',
+  'run.rejected',
+  'run.expired',
+  'run.recovered',
+  'schedule.missed',
+  'schedule.failed',
+] as const;
+
+/** `notify` (docs/notifications.md): which run events of an endpoint go to which sink of the server configuration. */
+export const notifySchema = z
+  .array(
+    z.strictObject({
+      on: z.array(z.enum(NOTIFY_EVENTS)).min(1).describe('The events sent to the sink: run.failed, run.awaiting_approval, ... (docs/notifications.md).'),
+      sink: z.string().min(1).describe('A sink of the server configuration (notifications.sinks).'),
+      after_consecutive_failures: z
+        .number()
+        .int()
+        .min(1)
+        .max(1000)
+        .optional()
+        .describe('run.failed only for the Nth failure in a row of the endpoint, and not again until a success (absent: every failure).'),
+      on_recovery: z.boolean().default(false).describe('Send run.recovered for the success that follows a run.failed this rule sent.'),
+    }),
+  )
+  .describe("Run events sent to notification sinks (docs/notifications.md); an endpoint's notify replaces its toolkit's.");
+export type NotifyConfig = z.infer<typeof notifySchema>;
 
 export const endpointCoreSchema = z.strictObject({
   path: z
@@ -183,6 +216,7 @@ export const endpointCoreSchema = z.strictObject({
     .describe(
       'Only on endpoints that run as jobs (exec with run: async): runs started by the clock, exactly once per fire time across all instances (docs/schedules.md).',
     ),
+  notify: notifySchema.optional(),
 });
 export type EndpointCoreConfig = z.infer<typeof endpointCoreSchema>;
 export const ENDPOINT_CORE_KEYS = new Set(Object.keys(endpointCoreSchema.shape));
@@ -199,6 +233,7 @@ export const toolkitFileSchema = z.strictObject({
   default_group: z.string().min(1).max(64).optional().describe('The toolkit group of callers without an override or an association.'),
   audit: z.boolean().optional().describe("Record each call of this toolkit's endpoints in the audit trail (docs/audit.md); an endpoint's own audit wins."),
   rate_limit: rateLimitSchema.optional(),
+  notify: notifySchema.optional(),
   endpoints: z
     .array(z.record(z.string(), z.unknown()).describe("One endpoint: core keys plus its type's keys."))
     .min(1)

@@ -36,6 +36,8 @@ export interface RegistryOptions {
    * a valid file is recorded there.
    */
   versions?: { store: ToolkitVersions; lastGoodAtStart: boolean; record: boolean };
+  /** The notification sinks' names (`notify` rules name one); none: every rule names a missing sink. */
+  sinks?: ReadonlySet<string>;
 }
 
 export const DEFAULT_MAX_FILE_BYTES = 1_048_576;
@@ -160,6 +162,7 @@ export class ToolkitRegistry {
       unchanged: (toolkit, definition) => this.liveEndpoint(toolkit, definition),
       pause: timeSlices(SLICE_MS),
       compilePattern: patternCache(),
+      ...(this.options.sinks ? { sinks: this.options.sinks } : {}),
     };
     const fingerprint = schema.fingerprint();
     const records = await this.compileAll(listing, fingerprint, env);
