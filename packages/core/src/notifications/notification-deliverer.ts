@@ -15,7 +15,7 @@ const POLL_MS = 1_000;
 const BATCH = 16;
 const AT_ONCE = 4;
 /** A claim outlives the attempt's timeout by this much; past it another instance may try (at least once). */
-const LEASE_MARGIN_MS = 30_000;
+const LEASE_MARGIN_MS = 5_000;
 /**
  * The waits after each attempt, in units of notifications.retry_base (10s by default: about 10s, 1m, 5m, 30m, 2h,
  * 6h, then 12h each), each with ±20 % jitter so that receivers back from an outage are not hit all at once.
