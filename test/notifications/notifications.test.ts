@@ -141,7 +141,7 @@ for (const dialect of dialects) {
       expect(message.text).to.include(id).and.include('failed').and.include('ann');
       expect(message.blocks[0].text.text).to.include(`<https://gw.example.org/api/console/#/runs/${id}|open>`);
       for (const entry of [...receiver.received, hook!, slack!]) expect(entry.body).not.to.include(PLANTED);
-      const [listed] = (await deliveries(`?sink=hooks&event=run.failed`)).filter((d) => d.run_id === id);
+      const listed = await deliveryOf(id, 'hooks');
       expect(listed).to.include({ status: 'delivered', event: 'run.failed', webhook_id: hook!.headers['webhook-id'] });
       expect(listed!.attempts).to.have.length(1);
       expect(listed!.attempts[0]).to.include({ status_code: 200, error: null });

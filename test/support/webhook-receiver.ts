@@ -10,7 +10,7 @@ export interface Received {
   answered: number | null;
 }
 
-/** How the receiver answers a path's nth request (1, 2, ...): a status, or 'hang' (never answers). */
+/** How the receiver answers a path's nth request of one webhook-id (1, 2, ...): a status, or 'hang' (never answers). */
 export type Answering = (n: number) => number | 'hang';
 
 /**
@@ -32,8 +32,10 @@ export class WebhookReceiver {
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const path = req.url ?? '/';
-        const n = (this.counts.get(path) ?? 0) + 1;
-        this.counts.set(path, n);
+        // Counted per event (its webhook-id), so that suites sharing the receiver see the same answers.
+        const key = `${path}\0${String(req.headers['webhook-id'] ?? '')}`;
+        const n = (this.counts.get(key) ?? 0) + 1;
+        this.counts.set(key, n);
         const entry: Received = { path, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), answered: null };
         this.received.push(entry);
         const answer = (this.answers[path] ?? (() => 404))(n);

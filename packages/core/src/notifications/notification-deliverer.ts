@@ -126,7 +126,7 @@ export class NotificationDeliverer {
       }
     }
     if (this.stopping.signal.aborted) return; // the gateway stops: the lease runs out, and the next instance sends it again
-    const durationMs = performance.now() - started;
+    const durationMs = Math.round(performance.now() - started);
     const delivered = answer.statusCode !== null && answer.statusCode >= 200 && answer.statusCode < 300;
     const outcome = this.outcomeOf(delivery, delivered, !sink, at + durationMs);
     try {
