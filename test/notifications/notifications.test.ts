@@ -62,10 +62,18 @@ for (const dialect of dialects) {
         type: 'app',
         notify: [{ on: ['run.failed'], sink: 'hooks' }],
         endpoints: [
-          job('leaks', leaks, [{ on: ['run.failed'], sink: 'hooks' }, { on: ['run.failed'], sink: 'slack' }], {
-            env: { TOKEN: { secret: 'env:NOTIFY_TEST_TOKEN' } },
-            client_filter: { allowed_fields: ['password'] },
-          }),
+          job(
+            'leaks',
+            leaks,
+            [
+              { on: ['run.failed'], sink: 'hooks' },
+              { on: ['run.failed'], sink: 'slack' },
+            ],
+            {
+              env: { TOKEN: { secret: 'env:NOTIFY_TEST_TOKEN' } },
+              client_filter: { allowed_fields: ['password'] },
+            },
+          ),
           job('flaky', succeeds, [{ on: ['run.succeeded'], sink: 'flaky' }]),
           job('hang', succeeds, [{ on: ['run.succeeded'], sink: 'hang' }]),
           job('redirect', succeeds, [{ on: ['run.succeeded'], sink: 'redirect' }]),
@@ -121,7 +129,9 @@ for (const dialect of dialects) {
       return reply.body.data.deliveries as Array<Record<string, any>>;
     };
     const deliveryOf = (id: string, sinkName: string, done = (d: Record<string, any>) => d.status !== 'pending') =>
-      eventually(`the ${sinkName} delivery of run ${id}`, async () => (await deliveries(`?sink=${sinkName}&limit=200`)).find((d) => d.run_id === id && done(d)));
+      eventually(`the ${sinkName} delivery of run ${id}`, async () =>
+        (await deliveries(`?sink=${sinkName}&limit=200`)).find((d) => d.run_id === id && done(d)),
+      );
 
     it('a failed run reaches a webhook signed as Standard Webhooks and a Slack message; no secret value or payload in either', async () => {
       const id = await runOf('leaks', { password: PLANTED });
@@ -217,7 +227,9 @@ for (const dialect of dialects) {
       const inherited = await runOf('inherits');
       expect((verified(KEY, (await forRun('/ok', inherited))[0]!) as any).type).to.equal('run.failed');
       const quiet = await runOf('quiet');
-      await eventually('the quiet run ends', async () => ((await call('GET', `${s.gateway.base}/runs/${quiet}`, { token: root })).body.data.status === 'succeeded' ? true : undefined));
+      await eventually('the quiet run ends', async () =>
+        (await call('GET', `${s.gateway.base}/runs/${quiet}`, { token: root })).body.data.status === 'succeeded' ? true : undefined,
+      );
       expect(await s.bed.db('notification_events').where({ run_id: quiet }).count({ n: '*' }).first()).to.satisfy((row: any) => Number(row.n) === 0);
     });
 
@@ -247,7 +259,10 @@ for (const dialect of dialects) {
       const before: Received[] = receiver.received.filter((entry) => entry.headers['webhook-id'] === one!.id);
       const again = await runCli(['notifications', 'redeliver', one!.id, '--config', config]);
       expect(again.code, again.stderr).to.equal(0);
-      await eventually('the redelivered request', () => receiver.received.filter((entry) => entry.headers['webhook-id'] === one!.id).length > before.length || undefined);
+      await eventually(
+        'the redelivered request',
+        () => receiver.received.filter((entry) => entry.headers['webhook-id'] === one!.id).length > before.length || undefined,
+      );
     });
   });
 }

@@ -60,9 +60,13 @@ for (const dialect of dialects) {
       return reply.body.data.run_id as string;
     };
     const deliveryOf = async (runId: string) =>
-      (await s.bed.db('notification_deliveries as d').join('notification_events as e', 'e.id', 'd.event_id').where('e.run_id', runId).select('d.id', 'd.status'))[0] as
-        | { id: string; status: string }
-        | undefined;
+      (
+        await s.bed
+          .db('notification_deliveries as d')
+          .join('notification_events as e', 'e.id', 'd.event_id')
+          .where('e.run_id', runId)
+          .select('d.id', 'd.status')
+      )[0] as { id: string; status: string } | undefined;
 
     afterEach(function () {
       if (this.currentTest?.state !== 'failed') return;
@@ -82,7 +86,11 @@ for (const dialect of dialects) {
       expect((await deliveryOf(id))?.status).to.equal('pending');
       holding = false;
       await start();
-      const delivered = await eventually('the delivery after the restart', async () => ((await deliveryOf(id))?.status === 'delivered' ? deliveryOf(id) : undefined), 30_000);
+      const delivered = await eventually(
+        'the delivery after the restart',
+        async () => ((await deliveryOf(id))?.status === 'delivered' ? deliveryOf(id) : undefined),
+        30_000,
+      );
       const attempts = await s.bed.db('notification_attempts').where({ delivery_id: delivered!.id }).select('status_code');
       expect(attempts.map((row) => Number(row.status_code))).to.deep.equal([200]);
       const answered = receiver.at('/held').filter((entry) => entry.headers['webhook-id'] === request.headers['webhook-id'] && entry.answered === 200);
@@ -97,7 +105,11 @@ for (const dialect of dialects) {
       await eventually(
         'every event delivered',
         async () => {
-          const rows = await s.bed.db('notification_events as e').join('notification_deliveries as d', 'd.event_id', 'e.id').whereIn('e.run_id', ids).select('d.status');
+          const rows = await s.bed
+            .db('notification_events as e')
+            .join('notification_deliveries as d', 'd.event_id', 'e.id')
+            .whereIn('e.run_id', ids)
+            .select('d.status');
           return rows.length === ids.length && rows.every((row) => row.status === 'delivered');
         },
         60_000,

@@ -11,7 +11,7 @@ import { uniqueNames } from './unique-names.js';
 const SINK_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** Header names as RFC 9110 spells tokens; values without control characters. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const HEADER_VALUE = /^[^\0-\x08\x0a-\x1f\x7f]*$/;
+const hasControl = (value: string): boolean => [...value].some((char) => (char < ' ' && char !== '\t') || char === '\x7f');
 
 const httpUrl = z.string().refine((value) => URL.canParse(value) && ['https:', 'http:'].includes(new URL(value).protocol), {
   message: 'must be an absolute http or https URL',
@@ -35,13 +35,20 @@ export const notificationSinkSchema = z
     format: z.enum(['standard-webhooks', 'slack']),
     secret: secretReference.optional(),
     headers: z
-      .record(z.string().regex(HEADER_NAME, 'must be a header name'), z.union([z.string().regex(HEADER_VALUE, 'must hold no control characters'), secretReference]))
+      .record(
+        z.string().regex(HEADER_NAME, 'must be a header name'),
+        z.union([z.string().refine((value) => !hasControl(value), 'must hold no control characters'), secretReference]),
+      )
       .default({}),
     timeout: timeout.default(10_000),
   })
   .superRefine((sink, ctx) => {
     if (sink.format === 'standard-webhooks' && !sink.secret)
-      ctx.addIssue({ code: 'custom', path: ['secret'], message: 'a standard-webhooks sink needs its signing secret, e.g. { secret: "env:OPS_WEBHOOK_SECRET" }' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['secret'],
+        message: 'a standard-webhooks sink needs its signing secret, e.g. { secret: "env:OPS_WEBHOOK_SECRET" }',
+      });
   });
 
 export type NotificationSinkConfig = z.output<typeof notificationSinkSchema>;

@@ -42,7 +42,15 @@ const slackEscape = (text: string): string => text.replaceAll('&', '&amp;').repl
 interface EventBody {
   type: string;
   data?: {
-    run?: { id?: string; toolkit?: string; endpoint?: string; status?: string; reason?: string | null; exit_code?: number | null; actor?: { username?: string | null } };
+    run?: {
+      id?: string;
+      toolkit?: string;
+      endpoint?: string;
+      status?: string;
+      reason?: string | null;
+      exit_code?: number | null;
+      actor?: { username?: string | null };
+    };
     links?: { run?: string; console?: string };
     schedule?: { id?: string };
     reason?: string;

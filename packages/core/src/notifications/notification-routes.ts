@@ -39,7 +39,10 @@ export function notificationRoutes({ config, db, sessions, apiKeys, notification
     notifications?.wake();
     sendData(ctx, delivery, 202);
   };
-  const start = () => StageList.start().then('authenticate', authenticate({ sessions, apiKeys }, { countsAsUse: true })).then('admin', adminOnly);
+  const start = () =>
+    StageList.start()
+      .then('authenticate', authenticate({ sessions, apiKeys }, { countsAsUse: true }))
+      .then('admin', adminOnly);
   return ({ base, add }) => {
     add('GET', `${base}/admin/notifications`, 'admin/notifications', ...start().then('list', list).middleware);
     add('POST', `${base}/admin/notifications/:id/redeliver`, 'admin/notifications/redeliver', ...start().then('redeliver', again).middleware);

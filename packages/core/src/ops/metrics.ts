@@ -210,7 +210,8 @@ export async function createMetrics(enabled: boolean): Promise<GatewayMetrics> {
       databaseGauge('tkgate_runs_awaiting_approval', 'Runs waiting for approval, across all instances', awaiting);
     },
     notified: (sink, outcome) => notifications.inc({ sink, outcome }),
-    notificationsPending: (read) => databaseGauge('tkgate_notifications_pending', 'Notification deliveries waiting to be delivered, across all instances', read),
+    notificationsPending: (read) =>
+      databaseGauge('tkgate_notifications_pending', 'Notification deliveries waiting to be delivered, across all instances', read),
     gauge,
   };
 }

@@ -117,7 +117,10 @@ function loadForCheck(target: string, config: ServerConfig, log: Logger): Promis
       if (!('toolkit' in result)) return { files: 1, toolkits: [], problems: result.problems, snapshot: new Map() };
       return { files: 1, toolkits: [result.toolkit.name], problems: [], snapshot: new Map([[result.toolkit.name, result.toolkit]]) };
     }
-    const registry = new ToolkitRegistry(target, db, types, onlyPluginFailures(log), { maxFileBytes: config.toolkits.max_file_bytes, sinks: sinkNames(config) });
+    const registry = new ToolkitRegistry(target, db, types, onlyPluginFailures(log), {
+      maxFileBytes: config.toolkits.max_file_bytes,
+      sinks: sinkNames(config),
+    });
     const listing = await registry.look();
     const { snapshot, problems } = await registry.load();
     return { files: listing.files.size, toolkits: [...snapshot.keys()], problems, snapshot };

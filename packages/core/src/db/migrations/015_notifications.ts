@@ -56,5 +56,6 @@ export async function up(db: Knex): Promise<void> {
 }
 
 export async function down(db: Knex): Promise<void> {
-  for (const table of ['notification_streaks', 'notification_attempts', 'notification_deliveries', 'notification_events']) await db.schema.dropTableIfExists(table);
+  for (const table of ['notification_streaks', 'notification_attempts', 'notification_deliveries', 'notification_events'])
+    await db.schema.dropTableIfExists(table);
 }
