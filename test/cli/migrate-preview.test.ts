@@ -74,6 +74,7 @@ for (const dialect of dialects) {
           'pending       010_run_approvals',
           'pending       013_run_claims',
           'pending       014_schedules',
+          'pending       015_notifications',
           'pending       tkgate-plugin-notes/001_notes',
           'pending       tkgate-plugin-notes/002_pinned',
           '14 pending: `tkgate migrate` (or the next start) applies them',
@@ -96,6 +97,7 @@ for (const dialect of dialects) {
         '-- 010_run_approvals',
         '-- 013_run_claims',
         '-- 014_schedules',
+        '-- 015_notifications',
         '-- tkgate-plugin-notes/001_notes',
         '-- tkgate-plugin-notes/002_pinned',
       ]);
