@@ -1,6 +1,6 @@
 /**
  * The console's shell: sign-in (password or an OIDC provider), the navigation, and a page per hash route
- * (#/endpoints, #/runs, #/runs/ID, #/approvals, #/schedules, #/schedules/ID, #/keys, #/audit). docs/console.md describes each page.
+ * (#/endpoints, #/runs, #/runs/ID, #/approvals, #/schedules, #/schedules/ID, #/keys, #/audit, #/notifications). docs/console.md describes each page.
  */
 import { base, call, clearToken, description, forgetDescription, problem, setToken, token, whenUnauthorized } from './api.js';
 import { alert, formatTime, h, labelled, replace, status } from './dom.js';
@@ -10,6 +10,7 @@ import { approvalsPage } from './approvals.js';
 import { keysPage } from './keys.js';
 import { auditPage } from './audit.js';
 import { schedulePage, schedulesPage } from './schedules.js';
+import { notificationsPage } from './notifications.js';
 
 export interface Me {
   user: { id: number; username: string; power: number };
@@ -35,6 +36,7 @@ const PAGES: Array<{ hash: string; title: string; admin?: boolean }> = [
   { hash: '#/schedules', title: 'Schedules' },
   { hash: '#/keys', title: 'API keys' },
   { hash: '#/audit', title: 'Audit', admin: true },
+  { hash: '#/notifications', title: 'Notifications', admin: true },
 ];
 
 function signIn(message?: string): void {
@@ -170,6 +172,7 @@ async function show(): Promise<void> {
   if (page.hash === '#/schedules' && hash.startsWith('#/schedules/')) return schedulePage(context, decodeURIComponent(hash.slice('#/schedules/'.length)));
   if (page.hash === '#/schedules') return schedulesPage(context);
   if (page.hash === '#/keys') return keysPage(context);
+  if (page.hash === '#/notifications') return notificationsPage(context);
   return auditPage(context);
 }
 

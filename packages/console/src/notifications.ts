@@ -1,0 +1,111 @@
+/** Notifications (callers with auth.admin_power): the delivery log with each delivery's attempts, and redeliver. */
+import { call, problem } from './api.js';
+import { alert, formatTime, h, labelled, replace, status } from './dom.js';
+import type { PageContext } from './main.js';
+
+interface Attempt {
+  at: string;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+interface Delivery {
+  id: string;
+  event: string;
+  sink: string;
+  status: 'pending' | 'delivered' | 'failed';
+  webhook_id: string;
+  run_id: string | null;
+  created_at: string;
+  next_at: string | null;
+  attempts: Attempt[];
+}
+
+/** One attempt in words: its status code or error, and how long it took. */
+const attemptText = (attempt: Attempt): string =>
+  `${formatTime(attempt.at)}: ${[attempt.status_code ?? null, attempt.error].filter((part) => part !== null).join(' ') || '—'} (${attempt.duration_ms} ms)`;
+
+export async function notificationsPage({ main }: PageContext): Promise<void> {
+  const inputs = {
+    status: h('select', { name: 'status' }, ...['', 'pending', 'delivered', 'failed'].map((value) => h('option', { value }, value || 'any'))),
+    sink: h('input', { name: 'sink' }),
+    event: h('input', { name: 'event', placeholder: 'run.failed, run.awaiting_approval…' }),
+  };
+  const results = h('div', { 'aria-live': 'polite' });
+  const note = status();
+  const newer = h('button', { type: 'button', disabled: true }, 'Newer');
+  const older = h('button', { type: 'button', disabled: true }, 'Older');
+  const pages: Array<string | null> = [null];
+  let next: string | null = null;
+  const redeliver = async (delivery: Delivery) => {
+    const reply = await call('POST', `/admin/notifications/${encodeURIComponent(delivery.id)}/redeliver`);
+    note.textContent = reply.status === 202 ? `Delivery ${delivery.id} will be sent again (the same webhook-id).` : problem(reply);
+    await load();
+  };
+  const row = (delivery: Delivery) =>
+    h(
+      'tr',
+      {},
+      h('td', {}, formatTime(delivery.created_at)),
+      h('td', {}, delivery.event),
+      h('td', {}, delivery.run_id ? h('a', { href: `#/runs/${encodeURIComponent(delivery.run_id)}` }, delivery.run_id.slice(0, 8)) : '—'),
+      h('td', {}, delivery.sink),
+      h('td', { class: `state ${delivery.status}` }, delivery.status, delivery.next_at ? ` (next ${formatTime(delivery.next_at)})` : ''),
+      h(
+        'td',
+        {},
+        delivery.attempts.length === 0
+          ? 'none yet'
+          : h(
+              'details',
+              {},
+              h('summary', {}, `${delivery.attempts.length} attempt(s)`),
+              h('ol', {}, ...delivery.attempts.map((attempt) => h('li', {}, attemptText(attempt)))),
+            ),
+      ),
+      h('td', {}, h('button', { type: 'button', 'aria-label': `Redeliver ${delivery.id}`, onclick: () => void redeliver(delivery) }, 'Redeliver')),
+    );
+  async function load(): Promise<void> {
+    const query = new URLSearchParams({ limit: '50' });
+    for (const [name, input] of Object.entries(inputs)) if (input.value.trim()) query.set(name, input.value.trim());
+    const cursor = pages[pages.length - 1];
+    if (cursor) query.set('cursor', cursor);
+    const reply = await call('GET', `/admin/notifications?${query}`);
+    if (reply.status !== 200) {
+      const details = (reply.json?.error?.details as Array<{ field: string; message: string }> | undefined) ?? [];
+      return replace(results, alert([problem(reply), ...details.map((each) => `${each.field}: ${each.message}`)].join(' · ')));
+    }
+    const deliveries = reply.json!.data.deliveries as Delivery[];
+    next = reply.json!.data.next_cursor;
+    older.disabled = !next;
+    newer.disabled = pages.length <= 1;
+    replace(
+      results,
+      h(
+        'table',
+        {},
+        h('caption', {}, `${deliveries.length} deliveries, page ${pages.length}, newest first`),
+        h('thead', {}, h('tr', {}, ...['Event at', 'Event', 'Run', 'Sink', 'Status', 'Attempts', 'Action'].map((title) => h('th', { scope: 'col' }, title)))),
+        h('tbody', {}, ...deliveries.map(row)),
+      ),
+    );
+  }
+  const form = h(
+    'form',
+    { class: 'filters', role: 'search', 'aria-label': 'Filter the delivery log' },
+    labelled('Status', inputs.status),
+    labelled('Sink', inputs.sink),
+    labelled('Event', inputs.event),
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    pages.length = 1;
+    void load();
+  });
+  older.addEventListener('click', () => (pages.push(next), void load()));
+  newer.addEventListener('click', () => (pages.pop(), void load()));
+  replace(main, h('h1', {}, 'Notifications'), form, note, results, h('div', { class: 'actions' }, newer, older));
+  await load();
+}
