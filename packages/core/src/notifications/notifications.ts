@@ -207,7 +207,7 @@ export class Notifications {
 
   /**
    * A schedule's event, written in the caller's transaction (the fire's record): to the sinks of the endpoint's
-   * rules that list its type. For the schedules of scheduled runs (docs/schedules.md).
+   * rules that list its type. For the fires of scheduled runs.
    */
   async notifyScheduleEvent(trx: Knex.Transaction, event: ScheduleEvent): Promise<void> {
     const rules = this.endpointOf(event)?.notify ?? [];
