@@ -11,7 +11,7 @@ import { scrape, valueOf } from '../support/ops.js';
 import { tempDir } from '../support/paths.js';
 import { withGateway } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
-import { signingKey, verified, WebhookReceiver, type Received } from '../support/webhook-receiver.js';
+import { signingKey, standardSink, verified, WebhookReceiver, type Received } from '../support/webhook-receiver.js';
 
 const script = scriptWriter('tkgate-notify-bin-');
 const flags = tempDir('tkgate-notify-flags-');
@@ -44,13 +44,7 @@ const receiver = new WebhookReceiver({
 });
 await receiver.start();
 
-const sink = (name: string, where: string, extra: Record<string, unknown> = {}) => ({
-  name,
-  url: receiver.url(where),
-  format: 'standard-webhooks',
-  secret: { secret: 'env:NOTIFY_TEST_KEY' },
-  ...extra,
-});
+const sink = (name: string, where: string, extra: Record<string, unknown> = {}) => standardSink(name, receiver.url(where), 'NOTIFY_TEST_KEY', extra);
 
 /** Notifications (docs/notifications.md) end to end: a real receiver verifying with the Standard Webhooks library. */
 for (const dialect of dialects) {

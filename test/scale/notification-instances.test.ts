@@ -7,7 +7,7 @@ import { startGateway, type GatewayProcess } from '../support/gateway-process.js
 import { call, loginToken, toolkitClient } from '../support/http.js';
 import { withDatabase } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
-import { signingKey, verified, WebhookReceiver } from '../support/webhook-receiver.js';
+import { signingKey, standardSink, verified, WebhookReceiver } from '../support/webhook-receiver.js';
 
 const script = scriptWriter('tkgate-notify-scale-bin-');
 const fails = script('fails', 'exit 1');
@@ -26,13 +26,7 @@ const toolkits = toolkitDir({
     ],
   },
 });
-const sink = (name: string, where: string, extra: Record<string, unknown> = {}) => ({
-  name,
-  url: receiver.url(where),
-  format: 'standard-webhooks',
-  secret: { secret: 'env:NOTIFY_SCALE_KEY' },
-  ...extra,
-});
+const sink = (name: string, where: string, extra: Record<string, unknown> = {}) => standardSink(name, receiver.url(where), 'NOTIFY_SCALE_KEY', extra);
 const shared = {
   toolkits: { dir: toolkits, watch: false },
   notifications: { sinks: [sink('hooks', '/ok'), sink('held', '/held', { timeout: '2s' })], retry_base: '100ms' },

@@ -80,3 +80,12 @@ export function verified(secret: string, entry: Received): Record<string, unknow
 
 /** A signing key as Standard Webhooks writes them: whsec_ and base64 of random bytes. */
 export const signingKey = (): string => `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('base64')}`;
+
+/** A standard-webhooks sink of `notifications.sinks` posting to `url`, signed with the key in the environment variable `keyVariable`. */
+export const standardSink = (name: string, url: string, keyVariable: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  url,
+  format: 'standard-webhooks',
+  secret: { secret: `env:${keyVariable}` },
+  ...extra,
+});

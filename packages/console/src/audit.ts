@@ -1,6 +1,6 @@
 /** Audit (callers with auth.admin_power): the trail filtered by user, action, toolkit and time; paging. */
-import { call, problem } from './api.js';
-import { alert, formatTime, h, labelled, replace } from './dom.js';
+import { formatTime, h, labelled, replace } from './dom.js';
+import { pagedLog } from './paged-log.js';
 import type { PageContext } from './main.js';
 
 interface AuditEvent {
@@ -28,49 +28,31 @@ export async function auditPage({ main }: PageContext): Promise<void> {
   const results = h('div', { 'aria-live': 'polite' });
   const newer = h('button', { type: 'button', disabled: true }, 'Newer');
   const older = h('button', { type: 'button', disabled: true }, 'Older');
-  const pages: Array<string | null> = [null];
-  let next: string | null = null;
-  const load = async () => {
-    const query = new URLSearchParams({ limit: '50' });
-    for (const [name, input] of Object.entries(inputs)) if (input.value.trim()) query.set(name, input.value.trim());
-    const cursor = pages[pages.length - 1];
-    if (cursor) query.set('cursor', cursor);
-    const reply = await call('GET', `/admin/audit?${query}`);
-    if (reply.status !== 200) {
-      const details = (reply.json?.error?.details as Array<{ field: string; message: string }> | undefined) ?? [];
-      return replace(results, alert([problem(reply), ...details.map((each) => `${each.field}: ${each.message}`)].join(' · ')));
-    }
-    const events = reply.json!.data.events as AuditEvent[];
-    next = reply.json!.data.next_cursor;
-    older.disabled = !next;
-    newer.disabled = pages.length <= 1;
-    replace(
-      results,
+  const render = (events: AuditEvent[], page: number) =>
+    h(
+      'table',
+      {},
+      h('caption', {}, `${events.length} events, page ${page}, newest first`),
+      h('thead', {}, h('tr', {}, ...['At', 'User', 'Action', 'Toolkit', 'Endpoint', 'Status', 'Client'].map((title) => h('th', { scope: 'col' }, title)))),
       h(
-        'table',
+        'tbody',
         {},
-        h('caption', {}, `${events.length} events, page ${pages.length}, newest first`),
-        h('thead', {}, h('tr', {}, ...['At', 'User', 'Action', 'Toolkit', 'Endpoint', 'Status', 'Client'].map((title) => h('th', { scope: 'col' }, title)))),
-        h(
-          'tbody',
-          {},
-          ...events.map((event) =>
-            h(
-              'tr',
-              {},
-              h('td', {}, formatTime(event.at)),
-              h('td', {}, event.username ?? event.actor ?? '—'),
-              h('td', {}, event.action),
-              h('td', {}, event.toolkit ?? ''),
-              h('td', {}, [event.method, event.endpoint].filter(Boolean).join(' ')),
-              h('td', {}, [event.status, event.code].filter((part) => part !== null && part !== undefined).join(' ')),
-              h('td', {}, event.client ?? ''),
-            ),
+        ...events.map((event) =>
+          h(
+            'tr',
+            {},
+            h('td', {}, formatTime(event.at)),
+            h('td', {}, event.username ?? event.actor ?? '—'),
+            h('td', {}, event.action),
+            h('td', {}, event.toolkit ?? ''),
+            h('td', {}, [event.method, event.endpoint].filter(Boolean).join(' ')),
+            h('td', {}, [event.status, event.code].filter((part) => part !== null && part !== undefined).join(' ')),
+            h('td', {}, event.client ?? ''),
           ),
         ),
       ),
     );
-  };
+  const { load, filter } = pagedLog({ path: '/admin/audit', inputs, entries: 'events', render }, older, newer, results);
   const form = h(
     'form',
     { class: 'filters', role: 'search', 'aria-label': 'Filter the audit trail' },
@@ -83,11 +65,8 @@ export async function auditPage({ main }: PageContext): Promise<void> {
   );
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    pages.length = 1;
-    void load();
+    void filter();
   });
-  older.addEventListener('click', () => (pages.push(next), void load()));
-  newer.addEventListener('click', () => (pages.pop(), void load()));
   replace(main, h('h1', {}, 'Audit'), form, results, h('div', { class: 'actions' }, newer, older));
   await load();
 }

@@ -1,6 +1,7 @@
 /** Notifications (callers with auth.admin_power): the delivery log with each delivery's attempts, and redeliver. */
 import { call, problem } from './api.js';
-import { alert, formatTime, h, labelled, replace, status } from './dom.js';
+import { formatTime, h, labelled, replace, status } from './dom.js';
+import { pagedLog } from './paged-log.js';
 import type { PageContext } from './main.js';
 
 interface Attempt {
@@ -36,8 +37,6 @@ export async function notificationsPage({ main }: PageContext): Promise<void> {
   const note = status();
   const newer = h('button', { type: 'button', disabled: true }, 'Newer');
   const older = h('button', { type: 'button', disabled: true }, 'Older');
-  const pages: Array<string | null> = [null];
-  let next: string | null = null;
   const redeliver = async (delivery: Delivery) => {
     const reply = await call('POST', `/admin/notifications/${encodeURIComponent(delivery.id)}/redeliver`);
     note.textContent = reply.status === 202 ? `Delivery ${delivery.id} will be sent again (the same webhook-id).` : problem(reply);
@@ -66,31 +65,15 @@ export async function notificationsPage({ main }: PageContext): Promise<void> {
       ),
       h('td', {}, h('button', { type: 'button', 'aria-label': `Redeliver ${delivery.id}`, onclick: () => void redeliver(delivery) }, 'Redeliver')),
     );
-  async function load(): Promise<void> {
-    const query = new URLSearchParams({ limit: '50' });
-    for (const [name, input] of Object.entries(inputs)) if (input.value.trim()) query.set(name, input.value.trim());
-    const cursor = pages[pages.length - 1];
-    if (cursor) query.set('cursor', cursor);
-    const reply = await call('GET', `/admin/notifications?${query}`);
-    if (reply.status !== 200) {
-      const details = (reply.json?.error?.details as Array<{ field: string; message: string }> | undefined) ?? [];
-      return replace(results, alert([problem(reply), ...details.map((each) => `${each.field}: ${each.message}`)].join(' · ')));
-    }
-    const deliveries = reply.json!.data.deliveries as Delivery[];
-    next = reply.json!.data.next_cursor;
-    older.disabled = !next;
-    newer.disabled = pages.length <= 1;
-    replace(
-      results,
-      h(
-        'table',
-        {},
-        h('caption', {}, `${deliveries.length} deliveries, page ${pages.length}, newest first`),
-        h('thead', {}, h('tr', {}, ...['Event at', 'Event', 'Run', 'Sink', 'Status', 'Attempts', 'Action'].map((title) => h('th', { scope: 'col' }, title)))),
-        h('tbody', {}, ...deliveries.map(row)),
-      ),
+  const render = (deliveries: Delivery[], page: number) =>
+    h(
+      'table',
+      {},
+      h('caption', {}, `${deliveries.length} deliveries, page ${page}, newest first`),
+      h('thead', {}, h('tr', {}, ...['Event at', 'Event', 'Run', 'Sink', 'Status', 'Attempts', 'Action'].map((title) => h('th', { scope: 'col' }, title)))),
+      h('tbody', {}, ...deliveries.map(row)),
     );
-  }
+  const { load, filter } = pagedLog({ path: '/admin/notifications', inputs, entries: 'deliveries', render }, older, newer, results);
   const form = h(
     'form',
     { class: 'filters', role: 'search', 'aria-label': 'Filter the delivery log' },
@@ -101,11 +84,8 @@ export async function notificationsPage({ main }: PageContext): Promise<void> {
   );
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    pages.length = 1;
-    void load();
+    void filter();
   });
-  older.addEventListener('click', () => (pages.push(next), void load()));
-  newer.addEventListener('click', () => (pages.pop(), void load()));
   replace(main, h('h1', {}, 'Notifications'), form, note, results, h('div', { class: 'actions' }, newer, older));
   await load();
 }
