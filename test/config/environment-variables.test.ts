@@ -48,6 +48,9 @@ const SAMPLES: Record<string, { env?: Record<string, string>; text: string; expe
   'runs.poll_interval': { text: '5s', expected: 5_000 },
   'runs.wakeups': { env: { TKGATE_REDIS_URL: 'redis://127.0.0.1:6379/0' }, text: 'redis', expected: 'redis' },
   'redis.url': { text: 'redis://127.0.0.1:6379/2', expected: 'redis://127.0.0.1:6379/2' },
+  'notifications.max_attempts': { text: '3', expected: 3 },
+  'notifications.give_up_after': { text: '2h', expected: 7_200_000 },
+  'notifications.retry_base': { text: '1s', expected: 1_000 },
   'websocket.max_per_user': { text: '5', expected: 5 },
   'toolkits.dir': { text: '/etc/tkgate/toolkits', expected: '/etc/tkgate/toolkits' },
   'toolkits.watch': { text: 'false', expected: false },
@@ -71,7 +74,7 @@ const SAMPLES: Record<string, { env?: Record<string, string>; text: string; expe
   'tracing.service_name': { text: 'gw-eu', expected: 'gw-eu' },
 };
 /** Objects taken whole: their secrets have variables of their own (docs/sso.md), the rest belongs in a file. */
-const WHOLE_OBJECTS = ['auth.oidc.providers', 'auth.jwt_issuers', 'plugin_options'];
+const WHOLE_OBJECTS = ['auth.oidc.providers', 'auth.jwt_issuers', 'notifications.sinks', 'plugin_options'];
 
 /** The value the gateway uses for a key: durations are under `<key>_ms`. */
 function used(config: unknown, key: string): unknown {
