@@ -77,7 +77,7 @@ for (const dialect of dialects) {
           'pending       015_notifications',
           'pending       tkgate-plugin-notes/001_notes',
           'pending       tkgate-plugin-notes/002_pinned',
-          '14 pending: `tkgate migrate` (or the next start) applies them',
+          '15 pending: `tkgate migrate` (or the next start) applies them',
           '',
         ].join('\n'),
       );
@@ -123,7 +123,7 @@ for (const dialect of dialects) {
       expect(planned.length).to.be.greaterThan(10);
 
       const status = await cli('--status');
-      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(14);
+      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(15);
       expect(status.stdout).to.match(/\nup to date\n$/);
       expect((await cli('--dry-run')).stdout).to.equal('-- already up to date: nothing would run\n');
     });
