@@ -145,8 +145,7 @@ export class RunCommands {
     else if (await this.s.store.requestCancel(run.id, by.name, now)) {
       // Running elsewhere: the instance running it is told at once (its poll finds it anyway).
       if (!this.s.local?.stop(run.id, { by: 'cancel', who: by.name }, this.s.cancelGraceMs)) this.s.cancelAsked?.(run.id);
-    }
-    else {
+    } else {
       const again = await this.s.store.get(run.id);
       if (again && ENDED_STATUSES.has(again.status)) throw runEnded(again.status);
     }
