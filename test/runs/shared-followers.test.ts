@@ -48,7 +48,7 @@ for (const dialect of dialects) {
       const feeds = new RunFeeds(store, createLogger('error'));
       const seen = Array.from({ length: 100 }, () => ({ chunks: [] as OutputChunk[], ended: false }));
       for (const follower of seen)
-        feeds.follow(id, 0, { chunk: (chunk) => follower.chunks.push(chunk), end: () => (follower.ended = true), gone: () => undefined });
+        feeds.follow(id, 0, { chunk: (chunk) => void follower.chunks.push(chunk), end: () => (follower.ended = true), gone: () => undefined });
       const started = Date.now();
       let seq = 0;
       for (let batch = 0; batch < 5; batch++) {

@@ -83,7 +83,7 @@ export const CORE_ERROR_CODES = {
   busy: {
     status: 503,
     meaning:
-      'A bounded queue is full (password hashing, commands), or a login waited too long for the outcome of others of its username; `Retry-After` says when to try again.',
+      'A bounded queue is full (password hashing, commands), a run has as many live output streams as runs.max_followers_per_run allows (or its user as runs.max_followers_per_user), or a login waited too long for the outcome of others of its username; `Retry-After` says when to try again.',
   },
 } as const satisfies Record<string, ErrorCodeDeclaration>;
 

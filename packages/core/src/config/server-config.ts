@@ -135,6 +135,12 @@ const declaration = {
       doc: 'on SIGTERM, how long running runs may go on before they are killed and ended failed (gateway_stopped)',
     }),
     retention: duration('30d', { doc: 'ended runs and their output older than this are purged (by one instance at a time)' }, { minMs: 60_000 }),
+    max_followers_per_run: integer(100, { doc: 'live output streams (SSE) of one run on one instance; one more is refused with 503 busy' }, positive),
+    max_followers_per_user: integer(
+      20,
+      { doc: 'live output streams (SSE) of one user on one instance, all runs together; one more is refused with 503 busy' },
+      positive,
+    ),
     poll_interval: duration(
       '1s',
       { doc: 'how often an instance looks for queued runs, cancels of its runs and new output without a wake-up (and always, as the fallback)' },

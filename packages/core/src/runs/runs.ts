@@ -80,7 +80,10 @@ export class Runs {
     this.transitions = new RunTransitions(this.store);
     this.plans = new EndpointPlans(snapshot);
     this.wakeups = new RunWakeups(s.wakeups, s.registry, { woken: (kind, queue) => this.woken(kind, queue), feeds: { poke: (id) => this.feeds.poke(id) } });
-    this.feeds = new RunFeeds(this.store, this.log, () => this.wakeups.followPollMs(config.runs.poll_interval_ms));
+    this.feeds = new RunFeeds(this.store, this.log, () => this.wakeups.followPollMs(config.runs.poll_interval_ms), {
+      perRun: config.runs.max_followers_per_run,
+      perUser: config.runs.max_followers_per_user,
+    });
     this.transitions.onChange(runEndings({ audit, metrics, feeds: this.feeds }));
     // A run's end is its followers' last word: those on other instances read it now.
     this.transitions.onChange((change) => {

@@ -26,29 +26,58 @@ async function plainOutput(ctx: GatewayContext, store: Pick<RunStore, 'chunksAft
   ctx.body = chunks.map((chunk) => chunk.data).join('');
 }
 
-/** The output as Server-Sent Events: the chunks after `after`, then live ones as they come (a follower), then `end`. */
+/**
+ * The output as Server-Sent Events: the chunks after `after`, then live ones as they come (a follower), then `end`.
+ * A write the socket has no room for holds the follower's place in the feed until the socket drains, so a client
+ * that does not read costs its socket's buffer, never a copy of the output.
+ */
 function eventStream(ctx: GatewayContext, feeds: Pick<RunFeeds, 'follow'>, runId: string, after: number): void {
   const stream = new PassThrough();
+  let closed = false;
+  let unfollow: (() => void) | undefined;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(keepalive);
+    unfollow?.();
+    stream.end();
+  };
+  const room = () =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        stream.off('drain', done);
+        stream.off('close', done);
+        resolve();
+      };
+      stream.once('drain', done);
+      stream.once('close', done);
+    });
+  const keepalive = setInterval(() => stream.writableLength === 0 && stream.write(SSE_KEEPALIVE), KEEPALIVE_MS);
+  try {
+    unfollow = feeds.follow(
+      runId,
+      after,
+      {
+        chunk: (chunk) => (closed || stream.write(sseEvent(chunk.stream, chunk.data, chunk.seq)) ? undefined : room()),
+        end: (ending) => {
+          if (!closed) stream.write(sseEvent('end', JSON.stringify(ending)));
+          close();
+        },
+        gone: close,
+      },
+      ctx.state.caller === undefined ? undefined : String(ctx.state.caller.id),
+    );
+  } catch (err) {
+    clearInterval(keepalive);
+    throw err;
+  }
+  // A run that had ended is told whole before follow returns: the stream has closed already.
+  if (closed) unfollow();
   ctx.status = 200;
   ctx.type = 'text/event-stream';
   ctx.set('Cache-Control', 'no-cache');
   ctx.set('X-Accel-Buffering', 'no');
   ctx.body = stream;
-  const keepalive = setInterval(() => stream.write(SSE_KEEPALIVE), KEEPALIVE_MS);
-  let unfollow = () => undefined as void;
-  const close = () => {
-    clearInterval(keepalive);
-    unfollow();
-    stream.end();
-  };
-  unfollow = feeds.follow(runId, after, {
-    chunk: (chunk) => stream.write(sseEvent(chunk.stream, chunk.data, chunk.seq)),
-    end: (ending) => {
-      stream.write(sseEvent('end', JSON.stringify(ending)));
-      close();
-    },
-    gone: close,
-  });
   ctx.res.once('close', close);
 }
 

@@ -1,3 +1,4 @@
+import { coreError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { ENDED_STATUSES } from '../run-record.js';
 import type { OutputChunk, RunStore } from '../run-store.js';
@@ -9,7 +10,11 @@ export interface RunEnding {
 }
 
 export interface FeedListener {
-  chunk(chunk: OutputChunk): void;
+  /**
+   * A chunk for the follower. A promise says its socket is full: it is told nothing more (the feed keeps its
+   * place) until the promise settles, so a follower that never reads holds the socket's buffer, never the output.
+   */
+  chunk(chunk: OutputChunk): Promise<void> | void;
   end(ending: RunEnding): void;
   /** The gateway stops following (it is stopping): the follower's stream ends without an `end`. */
   gone(): void;
@@ -24,10 +29,27 @@ export const FOLLOW_POLL_MS = 250;
  * reading the chunks table (its status first, then the chunks after the last one: a run's chunks are all stored
  * before it is ended), so a hundred followers cost the database what one does.
  */
+/** How many followers a run and a user may have on this instance (runs.max_followers_per_run, ..._per_user). */
+export interface FollowerLimits {
+  perRun: number;
+  perUser: number;
+}
+
+/** One follower of a feed: its place (the index of the next chunk to tell it) and whether its socket is full. */
+class Follower {
+  waiting = false;
+  ended = false;
+  constructor(
+    readonly listener: FeedListener,
+    public next: number,
+  ) {}
+}
+
 class RunFeed {
+  /** The run's chunks, once per instance whatever the number of followers (bounded by the run's max output). */
   readonly chunks: OutputChunk[] = [];
   ending: RunEnding | undefined;
-  readonly listeners = new Set<FeedListener>();
+  readonly listeners = new Set<Follower>();
   local = false;
   polling = false;
   private timer: NodeJS.Timeout | undefined;
@@ -48,30 +70,52 @@ class RunFeed {
       // Seq numbers are consecutive: a chunk seen already (a poll racing a local start) is not told twice.
       if (chunk.seq <= (this.chunks.at(-1)?.seq ?? 0)) continue;
       this.chunks.push(chunk);
-      for (const listener of this.listeners) listener.chunk(chunk);
     }
+    for (const follower of this.listeners) this.tell(follower);
+  }
+
+  /** Tells a follower the chunks after its place, until its socket is full; then the end once it has them all. */
+  private tell(follower: Follower): void {
+    while (!follower.waiting && follower.next < this.chunks.length) {
+      const room = follower.listener.chunk(this.chunks[follower.next++]!);
+      if (room) {
+        follower.waiting = true;
+        void room.then(
+          () => this.resume(follower),
+          () => this.resume(follower),
+        );
+      }
+    }
+    if (!follower.waiting && this.ending && !follower.ended) {
+      follower.ended = true;
+      this.listeners.delete(follower);
+      follower.listener.end(this.ending);
+      this.dropIfIdle();
+    }
+  }
+
+  private resume(follower: Follower): void {
+    follower.waiting = false;
+    if (this.listeners.has(follower)) this.tell(follower);
   }
 
   finish(ending: RunEnding): void {
     if (this.ending) return;
     this.ending = ending;
     this.stopPolling();
-    for (const listener of this.listeners) listener.end(ending);
+    for (const follower of [...this.listeners]) this.tell(follower);
     this.dropIfIdle();
   }
 
   follow(after: number, wanted: FeedListener): () => void {
-    for (const chunk of this.chunks) if (chunk.seq > after) wanted.chunk(chunk);
-    if (this.ending) {
-      wanted.end(this.ending);
-      return () => undefined;
-    }
     // Chunks a poll brings later start from the first: each follower gets only those after its own.
-    const listener: FeedListener = { ...wanted, chunk: (chunk) => chunk.seq > after && wanted.chunk(chunk) };
-    this.listeners.add(listener);
-    if (!this.local) this.startPolling();
+    const listener: FeedListener = { ...wanted, chunk: (chunk) => (chunk.seq > after ? wanted.chunk(chunk) : undefined) };
+    const follower = new Follower(listener, 0);
+    this.listeners.add(follower);
+    if (!this.local && !this.ending) this.startPolling();
+    this.tell(follower);
     return () => {
-      this.listeners.delete(listener);
+      this.listeners.delete(follower);
       this.dropIfIdle();
     };
   }
@@ -92,8 +136,9 @@ class RunFeed {
   /** Stops following (the gateway stops): followers' streams end without an `end`, so clients resume elsewhere. */
   close(): void {
     this.stopPolling();
-    for (const listener of this.listeners) listener.gone();
+    const followers = [...this.listeners];
     this.listeners.clear();
+    for (const follower of followers) follower.listener.gone();
   }
 
   private startPolling(): void {
@@ -146,12 +191,15 @@ class RunFeed {
 /** The feeds of this instance, one per followed or locally running run. */
 export class RunFeeds {
   private readonly feeds = new Map<string, RunFeed>();
+  /** Followers on this instance by user id. */
+  private readonly byUser = new Map<string, number>();
 
   constructor(
     private readonly store: RunStore,
     private readonly log: Logger,
     /** How long between two reads of a run running elsewhere (longer while wake-ups tell of new output). */
     private readonly pollMs: () => number = () => FOLLOW_POLL_MS,
+    private readonly limits: FollowerLimits = { perRun: Infinity, perUser: Infinity },
   ) {}
 
   private feed(id: string): RunFeed {
@@ -164,8 +212,29 @@ export class RunFeeds {
   }
 
   /** Follows a run's output from chunk `after` + 1: every chunk once, in order, then its end. Returns the unfollow. */
-  follow(id: string, after: number, listener: FeedListener): () => void {
-    return this.feed(id).follow(after, listener);
+  follow(id: string, after: number, listener: FeedListener, userId?: string): () => void {
+    const existing = this.feeds.get(id);
+    const perUser = userId === undefined ? 0 : (this.byUser.get(userId) ?? 0);
+    if ((existing?.listeners.size ?? 0) >= this.limits.perRun || perUser >= this.limits.perUser) {
+      const which = perUser >= this.limits.perUser ? 'you follow' : 'this run has';
+      this.log.warn('a follower of run output was refused', { run_id: id, user_id: userId, reason: which === 'you follow' ? 'per_user' : 'per_run' });
+      throw coreError('busy', `${which} as many live output streams as this gateway allows; try again later`, {
+        headers: { 'Retry-After': '5' },
+        details: { max_followers_per_run: this.limits.perRun, max_followers_per_user: this.limits.perUser },
+      });
+    }
+    if (userId !== undefined) this.byUser.set(userId, perUser + 1);
+    let counted = userId !== undefined;
+    const unfollow = this.feed(id).follow(after, listener);
+    return () => {
+      if (counted && userId !== undefined) {
+        counted = false;
+        const left = (this.byUser.get(userId) ?? 1) - 1;
+        if (left > 0) this.byUser.set(userId, left);
+        else this.byUser.delete(userId);
+      }
+      unfollow();
+    };
   }
 
   /** A run starting here: its chunks come from its writer. */
