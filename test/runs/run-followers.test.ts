@@ -59,7 +59,9 @@ for (const dialect of dialects) {
         'the run ends',
         async () => {
           peak = Math.max(peak, await rssMb(pid));
-          const answer = await call('GET', `${s.gateway.base}/runs/${id}`, { token });
+          // A kept-alive socket the busy gateway closed as this request was sent is reset: asked again.
+          const answer = await call('GET', `${s.gateway.base}/runs/${id}`, { token }).catch(() => undefined);
+          if (answer === undefined) return undefined;
           // While 32 MiB are being stored, a read may time out (503 unavailable): asked again.
           if (answer.status !== 200) return undefined;
           const run = answer.body.data;
