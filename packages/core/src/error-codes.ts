@@ -32,6 +32,11 @@ export const CORE_ERROR_CODES = {
   invalid_state: { status: 400, meaning: 'An OIDC callback whose state is unknown, already used or expired (the sign-in must start again).' },
   invalid_login_code: { status: 400, meaning: 'An OIDC login_code that is unknown, already exchanged or expired (60 s).' },
   unauthorized: { status: 401, meaning: 'No session token, or one that is unknown, expired or logged out.' },
+  invalid_signature: {
+    status: 401,
+    meaning:
+      "A call without a credential of an endpoint with `trigger` whose signature is missing, wrong, or too old (more than 5 minutes), or whose trigger's `as` user is gone; the reason is logged, never answered.",
+  },
   invalid_credentials: { status: 401, meaning: 'Wrong username or password, or a disabled user (the same answer for all three).' },
   forbidden: {
     status: 403,

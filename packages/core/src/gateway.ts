@@ -46,6 +46,7 @@ import { Schedules } from './schedules/schedules.js';
 import { openWakeups } from './wakeups/wakeups.js';
 import { Notifications } from './notifications/notifications.js';
 import { UserDirectory } from './users/user-directory.js';
+import { Triggers } from './triggers/triggers.js';
 
 export interface RunningGateway {
   readonly url: string;
@@ -242,6 +243,8 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     const users = new UserDirectory(db, reads);
     // Workload tokens act as a configured user, read as an API key's owner is (trusted as long as a session read).
     const jwtIssuers = new JwtIssuers(config.auth.jwt_issuers, users, new SessionCache(freshness), log);
+    // Triggers' `as` users likewise.
+    const triggers = new Triggers(db, secrets, users, new SessionCache(freshness));
     const pluginMiddleware = plugins.middleware;
     const internalCalls = new InternalCalls(config.server.base_url);
     const schedules = new Schedules({ db, registry: toolkits, users, internalCalls, audit, metrics, log });
@@ -269,6 +272,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       runs,
       schedules,
       notifications,
+      triggers,
       consoleDir: options.consoleDir,
     });
     handle = app.callback();

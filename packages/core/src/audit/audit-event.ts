@@ -3,7 +3,7 @@
  * toolkit call its toolkit, endpoint and method), when, and with what result (status, code, duration). `details`
  * holds only what the action's recorder chose: never a token, password, key, header value or unlisted payload field.
  */
-export type AuditActor = 'session' | 'api_key' | 'jwt' | 'cli' | 'oidc' | 'system' | 'schedule';
+export type AuditActor = 'session' | 'api_key' | 'jwt' | 'trigger' | 'cli' | 'oidc' | 'system' | 'schedule';
 
 export interface AuditEvent {
   /** Epoch milliseconds; now when absent. */

@@ -63,6 +63,11 @@ export class InternalCalls {
     this.handler = handler;
   }
 
+  /** Whether a request is an internal call whose identity is still to be handed out. */
+  knows(req: IncomingMessage): boolean {
+    return this.callers.has(req);
+  }
+
   /** The identity of an internal call's request, handed out once. */
   callerOf(req: IncomingMessage): InternalCaller | undefined {
     const caller = this.callers.get(req);

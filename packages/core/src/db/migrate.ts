@@ -13,6 +13,7 @@ import * as runApprovals from './migrations/010_run_approvals.js';
 import * as runClaims from './migrations/013_run_claims.js';
 import * as schedules from './migrations/014_schedules.js';
 import * as notifications from './migrations/015_notifications.js';
+import * as triggerDeliveries from './migrations/016_trigger_deliveries.js';
 
 /** Migrations are compiled in, not globbed from disk, so the installed binary carries them. */
 const migrations: Record<string, Knex.Migration> = {
@@ -29,6 +30,7 @@ const migrations: Record<string, Knex.Migration> = {
   '013_run_claims': runClaims,
   '014_schedules': schedules,
   '015_notifications': notifications,
+  '016_trigger_deliveries': triggerDeliveries,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -56,14 +56,27 @@ export interface RawBody {
 export const PARSEABLE_CONTENT_TYPES = ['application/json', 'application/x-www-form-urlencoded'] as const;
 const isParsed = (type: string): boolean => (PARSEABLE_CONTENT_TYPES as readonly string[]).includes(type);
 
+/** A body as read: its payload, whether it was a form, its text, a body passed as received, and (keepRaw) its bytes. */
+export interface ReadBody {
+  /** JSON or a form's fields; an empty object for a body passed as received; undefined while kept bytes await their check (parseReadBody). */
+  body: unknown;
+  form: boolean;
+  text?: string;
+  /** A body of another allowed type (text/plain, XML, octet-stream), not parsed. */
+  raw?: RawBody;
+  /** keepRaw: the body's bytes exactly as received (what a signature covers). */
+  bytes?: Buffer;
+}
+
 /**
  * Reads a POST body as JSON or a form, within the limits; nothing is read past them (a Content-Length
  * over the limit is refused before the first byte). Every client mistake is a 4xx naming the field. A body of
  * another allowed type (text/plain, XML, octet-stream) is read as bytes, not parsed (`raw`): it is passed as
- * received by a type that forwards the request.
+ * received by a type that forwards the request. With `keepRaw` the bytes are kept as received (`bytes`, never
+ * decompressed or decoded first) and a JSON or form body is left for parseReadBody: an unsigned body is never parsed.
  */
-export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): Promise<{ body: unknown; form: boolean; text?: string; raw?: RawBody }> {
-  if (!hasBody(ctx)) return { body: Object.create(null), form: false };
+export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits, keepRaw = false): Promise<ReadBody> {
+  if (!hasBody(ctx)) return { body: Object.create(null), form: false, ...(keepRaw && { bytes: Buffer.alloc(0) }) };
   // The usual header, exactly, needs no parsing (type-is parsed it twice per request).
   const plainJson = headerOf(ctx, 'content-type') === 'application/json' && limits.allowedContentTypes.includes('application/json');
   const matched = plainJson ? 'application/json' : ctx.is(...limits.allowedContentTypes);
@@ -72,28 +85,33 @@ export async function readPayloadBody(ctx: GatewayContext, limits: BodyLimits): 
       { field: 'content-type', rule: 'allowed_content_types', message: `the body must be one of: ${limits.allowedContentTypes.join(', ')}` },
     ]);
   }
-  if (!isParsed(matched)) return { body: Object.create(null), form: false, raw: await readRawBody(ctx, limits) };
+  if (!isParsed(matched)) {
+    const bytes = await readBodyBytes(ctx, limits, 'a body passed as received must not be compressed');
+    return { body: Object.create(null), form: false, raw: { contentType: headerOf(ctx, 'content-type'), bytes }, ...(keepRaw && { bytes }) };
+  }
   const charset = plainJson ? '' : ctx.request.charset.toLowerCase();
   if (charset !== '' && charset !== 'utf-8' && charset !== 'utf8') {
     throw invalidPayload([{ field: 'content-type', rule: 'charset', message: 'the body must be UTF-8 (charset=utf-8, or no charset)' }]);
   }
-  const limit = bodyLimit(limits);
-  const tooLarge = () => tooLargeFor(limits);
-  // A declared length is checked here, exactly: the readers' own check truncates it to 32 bits.
-  if (declaredLength(ctx) > limit) throw unreadBody(ctx, tooLarge());
-  let text: string;
-  try {
-    text = await (isPlainDeclared(ctx)
-      ? readDeclaredBody(ctx, declaredLength(ctx), limits.timeoutMs)
-      : withinBodyTimeout(readWithKoaBody(ctx, limit), limits.timeoutMs));
-  } catch (err) {
-    if (err instanceof GatewayError) throw unreadBody(ctx, err);
-    if ((err as { status?: number }).status === 413) throw unreadBody(ctx, tooLarge());
-    throw unreadBody(ctx, clientMistake(err) ?? internalError(err));
-  }
   const form = matched === 'application/x-www-form-urlencoded';
-  return { body: form ? parseTextFields(text) : parseJsonText(text), form, text };
+  if (keepRaw) {
+    const bytes = await readBodyBytes(ctx, limits, 'a signed body must be sent without Content-Encoding');
+    return { body: undefined, form, text: utf8Text(bytes), bytes };
+  }
+  const text = isPlainDeclared(ctx) ? utf8Text(await readBodyBytes(ctx, limits)) : await readWithKoaBody(ctx, limits);
+  return { body: parseText(text, form), form, text };
 }
+
+/** A body read with its bytes kept, parsed as readPayloadBody parses any other. */
+export const parseReadBody = (read: ReadBody): unknown => (read.text === undefined ? read.body : parseText(read.text, read.form));
+
+const parseText = (text: string, form: boolean): unknown => (form ? parseTextFields(text) : parseJsonText(text));
+
+/** UTF-8 text, a BOM dropped as koa-body's decoder does. */
+const utf8Text = (bytes: Buffer): string => {
+  const text = bytes.toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+};
 
 const endpointBinds = (limits: BodyLimits): boolean => limits.endpointMax !== undefined && limits.endpointMax < limits.serverMax;
 
@@ -106,21 +124,25 @@ const tooLargeFor = (limits: BodyLimits): GatewayError =>
     ? invalidPayload([{ field: 'body', rule: 'max_body_bytes', message: `the body must be at most ${limits.endpointMax!} bytes` }])
     : payloadTooLarge(limits.serverMax);
 
-/** The bytes of a body passed as received: uncompressed only (its bytes are the upstream's to read), within the limits. */
-async function readRawBody(ctx: GatewayContext, limits: BodyLimits): Promise<RawBody> {
-  const encoding = headerOf(ctx, 'content-encoding').toLowerCase();
-  if (encoding !== '' && encoding !== 'identity')
-    throw unreadBody(ctx, invalidPayload([{ field: 'content-encoding', rule: 'encoding', message: 'a body passed as received must not be compressed' }]));
+/** A failed read as the client's answer: past the limit (tooLargeFor), the client's mistake (4xx), else internal; the connection closed. */
+function readFailure(ctx: GatewayContext, limits: BodyLimits, err: unknown): GatewayError {
+  if (err instanceof GatewayError) return unreadBody(ctx, err);
+  if ((err as { status?: number }).status === 413) return unreadBody(ctx, tooLargeFor(limits));
+  return unreadBody(ctx, clientMistake(err) ?? internalError(err));
+}
+
+/**
+ * The one reader of a body's bytes as received: uncompressed only (`compressed` is the refusal's message), within the
+ * binding limit (a declared length past it is refused before the first byte), within server.body_timeout.
+ */
+async function readBodyBytes(ctx: GatewayContext, limits: BodyLimits, compressed = 'the body must not be compressed'): Promise<Buffer> {
+  if (!isIdentityEncoded(ctx)) throw unreadBody(ctx, invalidPayload([{ field: 'content-encoding', rule: 'encoding', message: compressed }]));
   const limit = bodyLimit(limits);
-  const tooLarge = () => tooLargeFor(limits);
-  if (declaredLength(ctx) > limit) throw unreadBody(ctx, tooLarge());
+  if (declaredLength(ctx) > limit) throw unreadBody(ctx, tooLargeFor(limits));
   try {
-    const bytes = await readBytes(ctx, declaredLength(ctx), limit, limits.timeoutMs);
-    return { contentType: headerOf(ctx, 'content-type'), bytes };
+    return await readBytes(ctx, declaredLength(ctx), limit, limits.timeoutMs);
   } catch (err) {
-    if (err instanceof GatewayError) throw unreadBody(ctx, err);
-    if ((err as { status?: number }).status === 413) throw unreadBody(ctx, tooLarge());
-    throw unreadBody(ctx, clientMistake(err) ?? internalError(err));
+    throw readFailure(ctx, limits, err);
   }
 }
 
@@ -136,33 +158,36 @@ function withinBodyTimeout(reading: Promise<string>, timeoutMs: number): Promise
   return Promise.race([reading, expired]).finally(() => clearTimeout(timer));
 }
 
-async function readWithKoaBody(ctx: GatewayContext, limit: number): Promise<string> {
-  await readerFor(limit)(ctx, async () => undefined);
-  return ctx.request.body as unknown as string;
+/** A compressed or chunked body: koa-body inflates it and decodes it as UTF-8, within the limit and server.body_timeout. */
+async function readWithKoaBody(ctx: GatewayContext, limits: BodyLimits): Promise<string> {
+  const limit = bodyLimit(limits);
+  // A declared length is checked here, exactly: the readers' own check truncates it to 32 bits.
+  if (declaredLength(ctx) > limit) throw unreadBody(ctx, tooLargeFor(limits));
+  try {
+    return await withinBodyTimeout(
+      readerFor(limit)(ctx, async () => undefined).then(() => ctx.request.body as unknown as string),
+      limits.timeoutMs,
+    );
+  } catch (err) {
+    throw readFailure(ctx, limits, err);
+  }
 }
 
-/** A body of a declared length (within the limit, checked before) that is not compressed. */
-const isPlainDeclared = (ctx: GatewayContext): boolean => {
+/**
+ * A body of a declared length that is not compressed: read by readBodyBytes, not koa-body, whose machinery (raw-body,
+ * inflation, co-body) cost a small JSON POST more than its parsing and filtering together (docs/performance.md).
+ */
+const isPlainDeclared = (ctx: GatewayContext): boolean => declaredLength(ctx) > 0 && headerOf(ctx, 'transfer-encoding') === '' && isIdentityEncoded(ctx);
+
+const isIdentityEncoded = (ctx: GatewayContext): boolean => {
   const encoding = headerOf(ctx, 'content-encoding');
-  return declaredLength(ctx) > 0 && headerOf(ctx, 'transfer-encoding') === '' && (encoding === '' || encoding.toLowerCase() === 'identity');
+  return encoding === '' || encoding.toLowerCase() === 'identity';
 };
 
 /**
- * Reads a plain body of `length` bytes (Node's parser delivers no more than declared) as UTF-8, a BOM
- * dropped as koa-body's decoder does. koa-body's machinery (raw-body, inflation, co-body) cost a small
- * JSON POST more than its parsing and filtering together (docs/performance.md); it still reads compressed
- * and chunked bodies. A client that stops early gets raw-body's error for it. The body timeout is its own
- * timer, cleared with the listeners: withinBodyTimeout's race and its two promises cost every JSON call.
- */
-async function readDeclaredBody(ctx: GatewayContext, length: number, timeoutMs: number): Promise<string> {
-  const bytes = await readBytes(ctx, length, length, timeoutMs);
-  const text = bytes.toString('utf8');
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-}
-
-/**
  * The body's bytes: exactly `length` when declared (Node's parser delivers no more), else (chunked) at most `limit`
- * (413 past it). The body timeout is its own timer, cleared with the listeners.
+ * (413 past it). A client that stops early gets raw-body's error for it. The body timeout is its own timer, cleared
+ * with the listeners: withinBodyTimeout's race and its two promises cost every JSON call.
  */
 function readBytes(ctx: GatewayContext, length: number, limit: number, timeoutMs: number): Promise<Buffer> {
   const req = ctx.req;

@@ -8,7 +8,7 @@ import type { GatewayContext } from '../http/context.js';
 import type { Stage } from '../http/stage.js';
 import type { Next } from 'koa';
 import { keptFields } from '../parameters/index.js';
-import type { AuditDetailsCollected, ExecutingState, PayloadFiltered } from './pipeline-state.js';
+import type { AuditDetailsCollected, ExecutingState, PayloadFiltered, TriggerCalled } from './pipeline-state.js';
 
 export interface AuditCallServices {
   trail: AuditTrail;
@@ -17,7 +17,7 @@ export interface AuditCallServices {
   trustProxy: boolean;
 }
 
-type AuditingState = ExecutingState & Authenticated & PayloadFiltered;
+type AuditingState = ExecutingState & Authenticated & PayloadFiltered & TriggerCalled;
 
 /**
  * Just before step 9, for an audited endpoint (`audit`, docs/audit.md): the call's event is written, then the
@@ -28,10 +28,11 @@ type AuditingState = ExecutingState & Authenticated & PayloadFiltered;
  */
 export function auditCallStep(s: AuditCallServices): Stage<AuditingState, AuditDetailsCollected> {
   const audited = async (ctx: GatewayContext<AuditingState>, next: Next): Promise<void> => {
-    const { endpoint, caller, credential, payload, requestId, jwt } = ctx.state;
+    const { endpoint, caller, credential, payload, requestId, jwt, trigger } = ctx.state;
     const listed = keptFields(payload, endpoint.auditFields, endpoint.clientFilter.secretFields);
     // A workload token's call says which platform identity made it (the subject is an identity, not a secret).
-    const who = jwt ? { issuer: jwt.issuer, subject: jwt.subject } : undefined;
+    // A signed call says which provider's scheme and which of its deliveries.
+    const who = jwt ? { issuer: jwt.issuer, subject: jwt.subject } : trigger ? { trigger: trigger.scheme, delivery: trigger.delivery } : undefined;
     const details = listed || who ? { ...who, ...(listed ? { payload: listed } : {}) } : null;
     const event: AuditEvent = {
       requestId,

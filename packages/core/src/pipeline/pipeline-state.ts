@@ -25,6 +25,24 @@ export interface EndpointFound {
   /** A template endpoint's parameters and remainder as received (percent-encoded). */
   pathMatch?: PathMatch;
 }
+/** A call without a credential of an endpoint with `trigger` (trigger-step.ts): its signature is its credential. */
+export interface SignedCall {
+  signed?: true;
+}
+/** A body the trigger stage read (its signature is on the bytes) and mapped: step 4 filters it, reading nothing. */
+export interface PrereadBody {
+  body: Record<string, unknown>;
+  form: boolean;
+  /** A form body as received, when the payload is its fields unmapped. */
+  formText?: string;
+  /** A body of another allowed type, unmapped: passed as received (PayloadFiltered.rawBody). */
+  rawBody?: RawBody;
+}
+/** A verified signed call: its scheme and the provider's delivery id (audit and run actor), and its body. */
+export interface TriggerCalled {
+  trigger?: { scheme: string; delivery: string | null };
+  preread?: PrereadBody;
+}
 /** Step 4. */
 export interface PayloadFiltered {
   payload: Record<string, unknown>;

@@ -10,9 +10,9 @@ import { parseTextFields } from '../http/payload-parsers.js';
 import type { Stage } from '../http/stage.js';
 import { applyClientFilter, applyPathRules } from '../toolkits/client-filter.js';
 import { decodePathParams } from '../toolkits/path-templates.js';
-import type { EndpointFound, PayloadFiltered, ToolkitFound } from './pipeline-state.js';
+import type { EndpointFound, PayloadFiltered, PrereadBody, ToolkitFound, TriggerCalled } from './pipeline-state.js';
 
-type FilteringState = GatewayState & AuthenticatedState & ToolkitFound & EndpointFound;
+type FilteringState = GatewayState & AuthenticatedState & ToolkitFound & EndpointFound & TriggerCalled;
 
 /** What fields with choices_from and secret fields need (parameters/). */
 export interface FieldParameters {
@@ -31,7 +31,8 @@ interface BodyLimits {
  * the query string for GET (and HEAD, OPTIONS, a DELETE without a body), the body otherwise (read here and no earlier) —
  * filtered by client_filter: fields not allowed are stripped, every other failure is 400 invalid_payload
  * naming each field and rule. The payload is an object without prototype, and prototype key names
- * (`__proto__`, `constructor`, `prototype`) are refused wherever they appear.
+ * (`__proto__`, `constructor`, `prototype`) are refused wherever they appear. A signed call's body was read by the
+ * trigger stage, which checked its signature on the bytes and mapped it (payload_map): it is filtered, not read again.
  */
 export function payloadFilterStep(server: BodyLimits, parameters: FieldParameters): Stage<FilteringState, PayloadFiltered> {
   // Not async: an endpoint without choices_from or secret fields goes on without a promise of its own.
@@ -49,6 +50,11 @@ export function payloadFilterStep(server: BodyLimits, parameters: FieldParameter
       filterPayload(ctx, parseTextFields(ctx.querystring), 'text-fields');
       return filtered(ctx, next);
     }
+    const preread = ctx.state.preread;
+    if (preread) {
+      filterBody(ctx, preread, true);
+      return filtered(ctx, next);
+    }
     const filter = ctx.state.endpoint.clientFilter;
     const limits = {
       endpointMax: filter.maxBodyBytes,
@@ -57,14 +63,19 @@ export function payloadFilterStep(server: BodyLimits, parameters: FieldParameter
       timeoutMs: server.body_timeout_ms,
     };
     return readPayloadBody(ctx, limits).then(({ body, form, text, raw }) => {
-      filterPayload(ctx, asPayloadObject(body), form ? 'text-fields' : 'json');
-      const state = ctx.state as FilteringState & PayloadFiltered;
-      state.bodyRead = text !== undefined || raw !== undefined;
-      if (form) state.formText = text;
-      if (raw) state.rawBody = raw;
+      filterBody(ctx, { body: asPayloadObject(body), form, formText: form ? text : undefined, rawBody: raw }, text !== undefined || raw !== undefined);
       return filtered(ctx, next);
     });
   };
+}
+
+/** The payload filtered from a body, and what of it a type that forwards the request sends as received. */
+function filterBody(ctx: GatewayContext<FilteringState>, read: PrereadBody, bodyRead: boolean): void {
+  filterPayload(ctx, read.body, read.form ? 'text-fields' : 'json');
+  const state = ctx.state as FilteringState & PayloadFiltered;
+  state.bodyRead = bodyRead;
+  if (read.formText !== undefined) state.formText = read.formText;
+  if (read.rawBody) state.rawBody = read.rawBody;
 }
 
 /** A template endpoint's path parameters, decoded and checked (path_rules) before the payload is read. */

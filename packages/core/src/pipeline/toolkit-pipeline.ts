@@ -33,6 +33,8 @@ import { StreamEnds } from '../upgrade/stream-ends.js';
 import { Upgrades } from '../upgrade/upgrades.js';
 import { runStep } from './run-step.js';
 import type { Runs } from '../runs/runs.js';
+import type { Triggers } from '../triggers/triggers.js';
+import { signedOr, triggerStep } from './trigger-step.js';
 
 export interface PipelineServices {
   config: ServerConfig;
@@ -56,6 +58,8 @@ export interface PipelineServices {
   fieldChoices: FieldChoices<InternalCaller>;
   /** The gateway's mask of secret values (never in an error answer): secret fields' values join it (parameters/secret-fields.ts). */
   secretMask: SecretMask;
+  /** Signed triggers: endpoints with `trigger` take calls without a credential, verified by their signature. */
+  triggers: Triggers;
 }
 
 /**
@@ -77,14 +81,17 @@ export function toolkitPipeline(s: PipelineServices, at: MiddlewareAt): readonly
     metrics: s.metrics,
   };
   const parameters = { choices: s.fieldChoices, mask: s.secretMask };
+  const authenticate = authenticateSessionOrKey(s, { countsAsUse: true });
+  const triggers = { triggers: s.triggers, server: s.config.server, log: s.log };
   // The aligned columns are the table of steps and their answers: kept as written.
   // prettier-ignore
   return StageList.start<AddressedState>(at)
     .then('name-route', nameRoute(s.registry))                                 //    the route template for logs and metrics, known before 401
     .point('before:authenticate')                                              //    plugins' middleware
-    .then('authenticate', authenticateSessionOrKey(s, { countsAsUse: true }))  //    the caller (session or API key)    401 unauthorized
+    .then('authenticate', signedOr(s.registry, s.internalCalls, authenticate)) //    the caller (or a signed call: below) 401 unauthorized
     .then('toolkit', toolkitStep(s.registry))                                  // 1. toolkit exists and is enabled   404 toolkit_not_found
     .then('route', routeStep(s.registry.lifetimes))                            // 2. endpoint path and method        404 endpoint_not_found, 405
+    .then('trigger', triggerStep(triggers))                                    //    a signed call: docs/triggers.md  401 invalid_signature, 200 ignored
     .then('permission', permissionStep)                                        // 3. power >= min_power, key scope    403 forbidden
     .then('rate-limit', rateLimitStep(rateLimits))                             //    rate_limit: docs/rate-limits.md 429 rate_limited, 503 unavailable
     .then('payload-filter', payloadFilterStep(s.config.server, parameters))    // 4. client_filter, choices_from     400 invalid_payload, 502 choices_failed

@@ -33,7 +33,7 @@ export interface RunRequest {
   /** A template endpoint's path parameters (what `$path.<name>` names). */
   pathParams: Record<string, unknown> | undefined;
   keptPayload: Record<string, unknown> | undefined;
-  /** A call the gateway made itself (auth/internal-calls.ts): a schedule's fire, a fleet's rerun. */
+  /** A call the gateway made itself (auth/internal-calls.ts): a schedule's fire, a fleet's rerun; or a trigger's (its actor). */
   internal?: InternalRunOptions;
 }
 
@@ -50,6 +50,16 @@ export const OPERATOR: CommandCaller = { name: 'cli', audit: { actor: 'cli' } };
 const busy = () => new GatewayError(503, 'busy', 'too many runs of this endpoint are waiting; try again shortly', { headers: { 'Retry-After': '5' } });
 const runEnded = (status: string) => coreError('run_ended', `the run has ended (${status})`, { details: { status } });
 const notPending = (status: string) => coreError('run_not_pending', `the run is not awaiting approval (${status})`, { details: { status } });
+
+/** The run's own columns say these of its actor. */
+const ACTOR_COLUMNS = new Set(['kind', 'user_id', 'username']);
+
+/** An internal call's actor details beyond its user and kind (a trigger's scheme and delivery id, a schedule's id), kept with the run; else null. */
+function actorDetailsOf(internal: InternalRunOptions | undefined): Readonly<Record<string, unknown>> | null {
+  if (!internal?.actor) return null;
+  const details = Object.fromEntries(Object.entries(internal.actor).filter(([key]) => !ACTOR_COLUMNS.has(key)));
+  return Object.keys(details).length > 0 ? details : null;
+}
 
 /** The run a transition is about. */
 const subject = (run: RunRow) => ({ id: run.id, toolkit: run.toolkit, endpoint: run.endpoint, userId: run.user_id });
@@ -93,6 +103,7 @@ export class RunCommands {
       userId: request.caller.id,
       username: request.caller.username,
       actor: actorKind,
+      actorDetails: actorDetailsOf(internal),
       requestId: request.requestId,
       viewPower: plan.viewPower ?? this.s.adminPower,
       cancelPower: plan.cancelPower ?? this.s.adminPower,

@@ -35,6 +35,8 @@ export interface RunRow {
   user_id: number | null;
   username: string | null;
   actor: string;
+  /** JSON: the actor's details beyond user and kind (016_trigger_deliveries.ts), or null. */
+  actor_details: string | null;
   request_id: string | null;
   view_power: number;
   cancel_power: number;
@@ -84,6 +86,7 @@ export const RUN_COLUMNS = [
   'user_id',
   'username',
   'actor',
+  'actor_details',
   'request_id',
   'view_power',
   'cancel_power',
@@ -144,7 +147,7 @@ export function runData(run: RunRow): Record<string, unknown> {
     toolkit: run.toolkit,
     endpoint: run.endpoint,
     status: run.status,
-    actor: { user_id: run.user_id, username: run.username, kind: run.actor },
+    actor: { ...(parsed(run.actor_details) as object | null), user_id: run.user_id, username: run.username, kind: run.actor },
     queued_at: iso(run.queued_at),
     started_at: iso(run.started_at),
     ended_at: iso(run.ended_at),

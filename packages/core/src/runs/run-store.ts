@@ -25,6 +25,7 @@ export interface NewRun {
   userId: number;
   username: string;
   actor: string;
+  actorDetails: Readonly<Record<string, unknown>> | null;
   requestId: string;
   viewPower: number;
   cancelPower: number;
@@ -166,6 +167,7 @@ function runRow(run: NewRun, queue: string): Record<string, unknown> {
     user_id: run.userId,
     username: run.username,
     actor: run.actor,
+    actor_details: run.actorDetails ? JSON.stringify(run.actorDetails) : null,
     request_id: run.requestId,
     view_power: run.viewPower,
     cancel_power: run.cancelPower,

@@ -5,6 +5,6 @@
  * credential, not per request.
  */
 export interface Credential {
-  readonly kind: 'session' | 'api_key' | 'jwt' | 'schedule';
+  readonly kind: 'session' | 'api_key' | 'jwt' | 'schedule' | 'trigger';
   readonly id: string;
 }

@@ -26,6 +26,7 @@ import {
 import { toolkitFileJsonSchema } from './toolkit-json-schema.js';
 import { parseSourceFile, type SourceFile } from '../config/source-file.js';
 import { compileWrapping, namesObjectField } from './wrapping-rules.js';
+import { compileTrigger } from '../triggers/trigger-config.js';
 import { parseTemplate, repeatedParam, templatesOverlap, type PathTemplate } from './path-templates.js';
 
 export interface CompileEnvironment {
@@ -279,6 +280,11 @@ async function compileEndpoint(
   if (config.notify && !runsAsJob)
     issues.push({ path: [...at, 'notify'], message: 'only for endpoints that run as jobs (exec with run: async)', hint: 'set run: async, or remove notify' });
   const notify = config.notify ? compileNotify(config.notify, env, issues, [...at, 'notify']) : runsAsJob ? toolkitNotify : [];
+  const methods = Array.isArray(config.method) ? [...new Set(config.method)] : [config.method];
+  const trigger = compileTrigger(config.trigger, methods, issues, [...at, 'trigger']);
+  if (trigger)
+    for (const problem of await env.types.secrets.openAll(config.trigger, { toolkitFile }))
+      issues.push({ path: [...at, 'trigger', ...problem.path], message: problem.message });
   if (issues.length > before) return undefined;
   const audit = config.audit ?? toolkitAudit ?? type.audited ?? false;
   const kept = env.unchanged?.(toolkit, definition);
@@ -289,7 +295,7 @@ async function compileEndpoint(
     definition,
     path: config.path,
     ...(template ? { template } : {}),
-    methods: Array.isArray(config.method) ? [...new Set(config.method)] : [config.method],
+    methods,
     description: config.description,
     minPower: config.permissions?.min_power ?? 0,
     rateLimit: compileRateLimit(config.rate_limit, `${toolkit}/${config.path}`),
@@ -301,6 +307,7 @@ async function compileEndpoint(
     ...(approval ? { approval } : {}),
     ...(schedules ? { schedules } : {}),
     notify,
+    ...(trigger ? { trigger } : {}),
     type,
     typeConfig: typeConfig.value,
     ...payloadFieldsOf(type, typeConfig.value, typeKeys, dbContext),

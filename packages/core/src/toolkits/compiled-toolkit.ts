@@ -5,6 +5,7 @@ import type { CompiledClientFilter } from './client-filter.js';
 import type { DbContextEntry } from './db-context-entries.js';
 import type { PathTemplate } from './path-templates.js';
 import type { WrappingRule } from './wrapping-rules.js';
+import type { CompiledTrigger } from '../triggers/trigger-config.js';
 
 /** A validated toolkit, immutable once built: a request holds on to the one it started with. */
 export interface CompiledToolkit {
@@ -55,6 +56,8 @@ export interface CompiledEndpoint {
   schedules?: readonly CompiledSchedule[];
   /** `notify`: the endpoint's rules, else its toolkit's (an endpoint that runs as a job only); empty: none. */
   notify: readonly CompiledNotifyRule[];
+  /** `trigger`: signed calls without a credential start it (triggers/, pipeline/trigger-step.ts). */
+  trigger?: CompiledTrigger;
   type: RegisteredType;
   /** The type's own keys, as its schema returned them. */
   typeConfig: unknown;

@@ -3,6 +3,7 @@ import { PARSEABLE_CONTENT_TYPES } from '../http/payload-body.js';
 import { durationMs } from '../plugins/config-schemas.js';
 import { rateLimitSchema } from '../rate-limits/rate-limit-rule.js';
 import { choicesFromSchema } from '../parameters/index.js';
+import { triggerSchema } from '../triggers/trigger-config.js';
 import { ENTRY } from './db-context-entries.js';
 
 /**
@@ -217,6 +218,7 @@ export const endpointCoreSchema = z.strictObject({
       'Only on endpoints that run as jobs (exec with run: async): runs started by the clock, exactly once per fire time across all instances (docs/schedules.md).',
     ),
   notify: notifySchema.optional(),
+  trigger: triggerSchema.optional(),
 });
 export type EndpointCoreConfig = z.infer<typeof endpointCoreSchema>;
 export const ENDPOINT_CORE_KEYS = new Set(Object.keys(endpointCoreSchema.shape));

@@ -1,0 +1,73 @@
+/** The pushed commit: GitHub lists it in `commits` and again as `head_commit`. */
+const commit = {
+  id: '0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c',
+  tree_id: 'f9d2a07e9488b91af2641b26b9407fe22a451433',
+  distinct: true,
+  message: 'Fix the login redirect (closes #12)',
+  timestamp: '2019-05-15T15:20:30Z',
+  url: 'https://github.com/acme/app/commit/0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c',
+  author: { name: 'The Octocat', email: '21031067+octocat@users.noreply.github.com', username: 'octocat' },
+  committer: { name: 'GitHub', email: 'noreply@github.com', username: 'web-flow' },
+  added: [],
+  removed: [],
+  modified: ['src/login.ts'],
+};
+
+/**
+ * A push event as GitHub delivers it (the `push` webhook payload of GitHub's documentation, "Webhook events and
+ * payloads"), trimmed of nothing a deploy reads: a push of one commit to main of acme/app.
+ */
+export const githubPush = {
+  ref: 'refs/heads/main',
+  before: '6113728f27ae82c7b1a177c8d03f9e96e0adf246',
+  after: '0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c',
+  repository: {
+    id: 186853002,
+    node_id: 'MDEwOlJlcG9zaXRvcnkxODY4NTMwMDI=',
+    name: 'app',
+    full_name: 'acme/app',
+    private: false,
+    owner: {
+      name: 'acme',
+      email: null,
+      login: 'acme',
+      id: 21031067,
+      node_id: 'MDQ6VXNlcjIxMDMxMDY3',
+      avatar_url: 'https://avatars1.githubusercontent.com/u/21031067?v=4',
+      html_url: 'https://github.com/acme',
+      type: 'Organization',
+      site_admin: false,
+    },
+    html_url: 'https://github.com/acme/app',
+    description: null,
+    fork: false,
+    url: 'https://github.com/acme/app',
+    created_at: 1557933565,
+    updated_at: '2019-05-15T15:20:41Z',
+    pushed_at: 1557933657,
+    git_url: 'git://github.com/acme/app.git',
+    ssh_url: 'git@github.com:acme/app.git',
+    clone_url: 'https://github.com/acme/app.git',
+    default_branch: 'main',
+    master_branch: 'main',
+    topics: [],
+    visibility: 'public',
+  },
+  pusher: { name: 'octocat', email: '21031067+octocat@users.noreply.github.com' },
+  organization: { login: 'acme', id: 21031067, node_id: 'MDEyOk9yZ2FuaXphdGlvbjIxMDMxMDY3', url: 'https://api.github.com/orgs/acme' },
+  sender: {
+    login: 'octocat',
+    id: 583231,
+    node_id: 'MDQ6VXNlcjU4MzIzMQ==',
+    avatar_url: 'https://avatars.githubusercontent.com/u/583231?v=4',
+    type: 'User',
+    site_admin: false,
+  },
+  created: false,
+  deleted: false,
+  forced: false,
+  base_ref: null,
+  compare: 'https://github.com/acme/app/compare/6113728f27ae...0d1a26e67d8f',
+  commits: [commit],
+  head_commit: commit,
+};
