@@ -75,9 +75,10 @@ for (const dialect of dialects) {
           'pending       013_run_claims',
           'pending       014_schedules',
           'pending       015_notifications',
+          'pending       016_trigger_deliveries',
           'pending       tkgate-plugin-notes/001_notes',
           'pending       tkgate-plugin-notes/002_pinned',
-          '15 pending: `tkgate migrate` (or the next start) applies them',
+          '16 pending: `tkgate migrate` (or the next start) applies them',
           '',
         ].join('\n'),
       );
@@ -98,6 +99,7 @@ for (const dialect of dialects) {
         '-- 013_run_claims',
         '-- 014_schedules',
         '-- 015_notifications',
+        '-- 016_trigger_deliveries',
         '-- tkgate-plugin-notes/001_notes',
         '-- tkgate-plugin-notes/002_pinned',
       ]);
@@ -123,7 +125,7 @@ for (const dialect of dialects) {
       expect(planned.length).to.be.greaterThan(10);
 
       const status = await cli('--status');
-      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(15);
+      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(16);
       expect(status.stdout).to.match(/\nup to date\n$/);
       expect((await cli('--dry-run')).stdout).to.equal('-- already up to date: nothing would run\n');
     });
