@@ -39,6 +39,11 @@ const hostile = script(
 const deploy = script('deploy', 'echo "deployed $1"');
 const dryDeploy = script('dry-deploy', 'echo "would deploy: 3 hosts"');
 
+/** A push hook's secret (docs/triggers.md): the page names the scheme and the user, never this. */
+const HOOK_SECRET = 'console-hook-secret-71c3';
+const hookSecret = path.join(tempDir('tkgate-console-hook-'), 'hook-secret');
+writeFileSync(hookSecret, HOOK_SECRET);
+
 const upstream: Upstream = await startUpstream(64);
 after(() => upstream.close());
 
@@ -77,6 +82,14 @@ const ops = {
       client_filter: { allowed_fields: ['service'], field_rules: { service: { type: 'string', max_length: 20 } } },
       audit_fields: ['service'],
       approval: { approvers: { min_power: 50 }, dry_run: [dryDeploy] },
+    },
+    {
+      path: 'hook',
+      method: 'POST',
+      type: 'exec',
+      run: 'async',
+      command: [deploy],
+      trigger: { verify: 'github', secret: { secret: `file:${hookSecret}` }, as: 'bob' },
     },
   ],
 };
@@ -252,7 +265,7 @@ for (const dialect of sqlite) {
       await tab.getByRole('heading', { name: 'desk' }).waitFor();
       await checkPage(tab, 'endpoints');
       await tab.getByLabel('Search endpoints').fill('says back');
-      await tab.getByText('2 of 11 endpoints').waitFor();
+      await tab.getByText('2 of 12 endpoints').waitFor();
       const form = tab.locator('form[data-operation="tk.app.desk.echo.post"]');
       await form.locator('xpath=..').locator('summary').click();
       expect(await form.locator('input[name="name"]').getAttribute('maxlength')).to.equal('12');
@@ -290,7 +303,7 @@ for (const dialect of sqlite) {
       const tab = await openConsole();
       await signIn(tab, 'ana');
       await tab.getByLabel('Search endpoints').fill('rest');
-      await tab.getByText('5 of 11 endpoints').waitFor();
+      await tab.getByText('5 of 12 endpoints').waitFor();
 
       const put = tab.locator('form[data-operation="tk.app.rest.hosts.{name}.put"]');
       await put.locator('xpath=..').locator('summary').click();
@@ -320,6 +333,24 @@ for (const dialect of sqlite) {
       expect(await socket.textContent()).to.include('tkgate.bearer.<token>');
       expect(await card.getByRole('button').count()).to.equal(0);
       await checkPage(tab, 'endpoints-forwarded');
+      await tab.context().close();
+    });
+
+    it('Endpoints: a triggered endpoint says by which scheme and as whom, never its secret', async () => {
+      const tab = await openConsole();
+      await signIn(tab, 'ana');
+      await tab.getByLabel('Search endpoints').fill('hook');
+      await tab.getByText('1 of 12 endpoints').waitFor();
+      const form = tab.locator('form[data-operation="tk.app.ops.hook.post"]');
+      const card = form.locator('xpath=..');
+      expect(await card.locator('summary .badge').textContent()).to.equal('triggered by github as bob');
+      await card.locator('summary').click();
+      expect(await card.locator('p.trigger').textContent()).to.include('Triggered by github as bob');
+      expect(await tab.content()).not.to.include(HOOK_SECRET);
+      const token = await tab.evaluate(() => (globalThis as any).sessionStorage.getItem('tkgate.token') as string);
+      const described = await call('GET', `${s.base}/openapi.json`, { token });
+      expect(described.body.paths['/tk/app/ops/hook'].post['x-trigger']).to.deep.equal({ verify: 'github', as: 'bob' });
+      expect(JSON.stringify(described.body)).not.to.include(HOOK_SECRET);
       await tab.context().close();
     });
 

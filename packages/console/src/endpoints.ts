@@ -88,6 +88,7 @@ function websocketCard(entry: Entry, summary: HTMLElement): HTMLElement {
 
 function endpointCard(entry: Entry): HTMLElement {
   const websocket = entry.operation['x-websocket'] === true;
+  const trigger = entry.operation['x-trigger'];
   const summary = h(
     'summary',
     {},
@@ -97,6 +98,8 @@ function endpointCard(entry: Entry): HTMLElement {
     ' ',
     websocket ? h('span', { class: 'badge websocket' }, 'WebSocket') : null,
     websocket ? ' ' : null,
+    trigger ? h('span', { class: 'badge trigger' }, `triggered by ${trigger.verify} as ${trigger.as}`) : null,
+    trigger ? ' ' : null,
     entry.operation.summary ?? '',
   );
   if (websocket) return websocketCard(entry, summary);
@@ -123,11 +126,16 @@ function endpointCard(entry: Entry): HTMLElement {
     for (const [name, { input }] of controls) values[name] = input instanceof HTMLInputElement && input.type === 'checkbox' ? input.checked : input.value;
     return values;
   };
+  // A signed call needs no credential; the form still calls it with the session's (docs/triggers.md).
+  const triggered = trigger
+    ? h('p', { class: 'trigger' }, `Triggered by ${trigger.verify} as ${trigger.as}: signed calls need no credential; this form calls it as you.`)
+    : null;
   const details = h(
     'details',
     { class: 'endpoint' },
     summary,
     entry.operation.description ? h('p', { class: 'description' }, entry.operation.description) : null,
+    triggered,
     form,
   );
   wireChoices(entry, fields, controls, valuesOf, details);

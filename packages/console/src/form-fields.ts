@@ -33,6 +33,8 @@ export interface Operation {
   'x-websocket'?: boolean;
   /** Fields other than those listed reach the endpoint (no allowed_fields; a forwarded request takes any). */
   'x-open-payload'?: boolean;
+  /** Signed calls start it without a credential (docs/triggers.md): the scheme and the user they act as. */
+  'x-trigger'?: { verify: string; as: string };
 }
 
 export type FieldKind = 'text' | 'select' | 'number' | 'checkbox' | 'json';

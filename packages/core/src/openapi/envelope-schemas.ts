@@ -101,6 +101,11 @@ export function errorResponses(cases: readonly ErrorCase[]): Record<string, Json
 }
 
 /** Errors every authenticated route can give. */
+export const INVALID_SIGNATURE: ErrorCase = {
+  status: 401,
+  code: 'invalid_signature',
+  description: 'a call without a credential whose signature is missing, wrong or too old (docs/triggers.md).',
+};
 export const UNAUTHORIZED: ErrorCase = { status: 401, code: 'unauthorized', description: 'no token, or one that is unknown, expired or ended.' };
 export const INVALID_PAYLOAD: ErrorCase = {
   status: 400,

@@ -1,6 +1,15 @@
 import type { JsonSchema } from '../plugins/response-description.js';
 import type { CompiledEndpoint, CompiledToolkit } from '../toolkits/compiled-toolkit.js';
-import { errorResponses, INTERNAL_ERROR, INVALID_PAYLOAD, PAYLOAD_TOO_LARGE, successResponse, UNAUTHORIZED, type ErrorCase } from './envelope-schemas.js';
+import {
+  errorResponses,
+  INTERNAL_ERROR,
+  INVALID_PAYLOAD,
+  INVALID_SIGNATURE,
+  PAYLOAD_TOO_LARGE,
+  successResponse,
+  UNAUTHORIZED,
+  type ErrorCase,
+} from './envelope-schemas.js';
 import { RATE_LIMIT_ERRORS, withRateLimit } from './rate-limit-responses.js';
 import { pathParameters, queryNote, queryParameters, requestBody } from './request-schemas.js';
 
@@ -138,6 +147,11 @@ function operation(toolkit: CompiledToolkit, endpoint: CompiledEndpoint, method:
       ? { 101: { description: described.websocket.description } }
       : { 200: described.raw ?? successResponse("The endpoint's result, in the envelope.", described.data) };
   if (described.websocket) op['x-websocket'] = true;
+  // A triggered endpoint (docs/triggers.md): which scheme signs its calls and whom they act as, never the secret.
+  if (endpoint.trigger) {
+    op['x-trigger'] = { verify: endpoint.trigger.scheme, as: endpoint.trigger.as };
+    errors.push(INVALID_SIGNATURE);
+  }
   // Fields other than those listed reach the endpoint (no allowed_fields): a client may send any (the console offers a free query and body).
   if (!filter.allowedFields) op['x-open-payload'] = true;
   const responses = { ...success, ...errorResponses(errors) };
