@@ -22,6 +22,7 @@ import { clearSessions, insertSessions } from './sessions.js';
 import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
 import { pathTemplateRows } from './path-templates.js';
 import { tracingRows } from './tracing.js';
+import { triggerRows } from './triggers.js';
 import { websocketMemoryRows } from './websockets.js';
 import { websocketMessageEntries } from './websocket-messages.js';
 import { workloadIdentityRows } from './workload-identity.js';
@@ -311,6 +312,13 @@ async function main() {
     const identity = await workloadIdentityRows({ config, row: tkgate, track });
     await scenario('11. workload token vs API key (GET /auth/status)', identity.rows, [cpuAtMost(1.5, 'API key')]);
     await identity.stop();
+  }
+
+  // 18. A signed call (trigger: github) vs an API key of the same user, same endpoint and body (scripts/bench/triggers.js).
+  if (runs(18)) {
+    const signed = await triggerRows({ dir, config, upstreamPort: upstream.port, row: tkgate, track });
+    await scenario('18. signed call (github) vs API key (http endpoint, 2 KB push)', signed.rows, [cpuAtMost(1.2, 'API key')], CLOSE_PLAN);
+    await signed.stop();
   }
 
   // 13. Runs (scripts/bench/runs.js): the 202 of an async exec call against today's sync exec call, sequential calls
