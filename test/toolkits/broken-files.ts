@@ -456,6 +456,41 @@ BROKEN.push(
     ],
     editor: 'accepts',
   },
+  {
+    file: 'trigger-verify.yaml',
+    text: kit('trigger-verify', ep('method: POST\ntype: internal\nhandler: echo\ntrigger:\n  verify: githib\n  secret: { secret: "env:PATH" }\n  as: bot\n')),
+    problems: [
+      [
+        9,
+        15,
+        'endpoints.0.trigger.verify',
+        'POST items/search',
+        'must be one of github, gitlab, slack, stripe, standard-webhooks, hmac, not the string "githib"',
+        'did you mean github?',
+      ],
+    ],
+    editor: 'rejects',
+  },
+  {
+    file: 'trigger-hmac.yaml',
+    text: kit(
+      'trigger-hmac',
+      ep('method: GET\ntype: internal\nhandler: echo\ntrigger:\n  verify: hmac\n  secret: { secret: "env:PATH" }\n  as: bot\n  payload_map: { ref: ref }\n'),
+    ),
+    problems: [
+      [9, 7, 'endpoints.0.trigger.hmac', 'GET items/search', 'verify: hmac needs trigger.hmac ({ header, algorithm, encoding, prefix })', null],
+      [
+        9,
+        15,
+        'endpoints.0.trigger.verify',
+        'GET items/search',
+        'a triggered endpoint takes POST only (providers send their events as POST bodies)',
+        'set method: POST',
+      ],
+      [12, 27, 'endpoints.0.trigger.payload_map.ref', 'GET items/search', 'ref is not a JSON path: it starts with $ ($.a.b or $.a[0].b)', null],
+    ],
+    editor: 'accepts',
+  },
 );
 
 /** The same valid toolkit in YAML and JSON: every editor check and config check accept it. */
