@@ -322,6 +322,16 @@ for (const dialect of dialects) {
           await ended(first.body.data.run_id);
           expect(linesOf(first.body.data.run_id)).to.have.length(1);
         });
+
+        it('answers one delivery sent to both instances at once with one run', async () => {
+          const delivery = githubDelivery({ ...githubPush, after: 'beadfeed00000000000000000000000000000000' });
+          const both = await Promise.all([post('deploy', delivery.body, delivery.headers), post('deploy', delivery.body, delivery.headers, other)]);
+          for (const reply of both) expect(reply.status, JSON.stringify(reply.body)).to.equal(202);
+          expect(both[0]!.body.data.run_id).to.equal(both[1]!.body.data.run_id);
+          expect(both.filter((reply) => reply.body.data.duplicate === true)).to.have.length(1);
+          await ended(both[0]!.body.data.run_id);
+          expect(linesOf(both[0]!.body.data.run_id)).to.have.length(1);
+        });
       });
   });
 }

@@ -54,6 +54,7 @@ export const SECRET_TABLES = new Set([
   'toolkit_versions',
   'runs',
   'run_output',
+  'trigger_deliveries',
   'tkgate_migrations',
   'tkgate_migrations_lock',
 ]);
