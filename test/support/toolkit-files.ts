@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { tempDir } from './paths.js';
 
 export const testPluginPath = path.join(path.dirname(fileURLToPath(import.meta.url)), 'test-plugin.js');
-export const pluginsWithTestFunctions = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkgate/plugin-exec', testPluginPath];
+export const pluginsWithTestFunctions = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkgate/plugin-exec', '@tkgate/plugin-ssh', testPluginPath];
 
 export type ToolkitDoc = Record<string, unknown>;
 

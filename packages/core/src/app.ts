@@ -98,7 +98,7 @@ export function createApp(services: AppServices): Koa<GatewayState> {
     apiKeyRoutes(services),
     openApiRoutes(services),
     adminAuditRoutes(services),
-    runRoutes({ ...services, reads: services.runs.store, feeds: services.runs.feeds, commands: services.runs.commands }),
+    runRoutes({ ...services, reads: services.runs.store, feeds: services.runs.feeds, commands: services.runs.commands, nodes: services.runs.nodes }),
     scheduleRoutes(services),
     notificationRoutes(services),
     consoleRoutes(services),

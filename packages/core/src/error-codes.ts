@@ -58,11 +58,14 @@ export const CORE_ERROR_CODES = {
   user_exists: { status: 409, meaning: 'A user of this name already exists (CLI).' },
   group_exists: { status: 409, meaning: 'A core group of this name already exists (CLI).' },
   run_ended: { status: 409, meaning: 'The run has ended already: there is nothing to cancel.' },
+  not_rerunnable: {
+    status: 409,
+    meaning: 'The run cannot be rerun: it has no nodes, has not ended, or has no node the rerun asks for; `details.reason` says which.',
+  },
   run_not_pending: {
     status: 409,
     meaning: 'The run is not awaiting approval (approved, rejected, expired, cancelled or started already): there is nothing to decide.',
   },
-  not_rerunnable: { status: 409, meaning: 'The run cannot be rerun: only a run of an endpoint that runs on nodes (a fleet run) can.' },
   already_decided: { status: 409, meaning: 'The caller has approved or rejected this run already: one approver counts once.' },
   too_many_keys: { status: 409, meaning: 'The user has auth.api_keys_per_user live (neither revoked nor expired) API keys already.' },
   request_timeout: { status: 408, meaning: 'The request body did not arrive within server.body_timeout; the connection is closed.' },

@@ -1,3 +1,4 @@
+import { fleetSettingsOf } from './config/fleet-settings.js';
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiKeyStore } from './api-keys/api-key-store.js';
@@ -26,6 +27,7 @@ import { Secrets } from './secrets/secrets.js';
 import { JwtIssuers } from './auth/jwt/jwt-issuers.js';
 import { InternalCalls } from './auth/internal-calls.js';
 import { FieldChoices } from './parameters/index.js';
+import { pluginRoutes } from './pipeline/plugin-routes.js';
 import { maskedLogger } from './secrets/masked-logger.js';
 import { migratePlugins } from './plugins/plugin-migrations.js';
 import { databaseCounters, sweepRateLimits } from './rate-limits/database-counters.js';
@@ -177,7 +179,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
 
     const reads = openPreparedReads(db, config.db);
     cleanups.push(() => reads.close());
-    const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options, metrics, secrets });
+    const plugins = await registerPlugins(imported, { db, reads, log, options: config.plugin_options, metrics, secrets, fleet: fleetSettingsOf(config) });
     cleanups.push(() => plugins.close());
     checkpoint();
     const toolkitLog = options.worker && !options.worker.first ? demoted(log) : log;
@@ -274,6 +276,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       notifications,
       triggers,
       consoleDir: options.consoleDir,
+      routes: [pluginRoutes(plugins.routes, { sessions, apiKeys, jwtIssuers, internalCalls })],
     });
     handle = app.callback();
     internalCalls.attach(handle);

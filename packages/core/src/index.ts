@@ -84,6 +84,12 @@ export type {
   SpanOptions,
   SpanAttributes,
   PluginSecrets,
+  FleetSettings,
+  PluginRoute,
+  PluginRouteCall,
+  NodeSelectionCall,
+  RunNodeState,
+  RunNodeStatus,
 } from './plugins/plugin-api.js';
 export { MIDDLEWARE_POINTS } from './plugins/plugin-middleware.js';
 export type { ResponseDescription, JsonSchema } from './plugins/response-description.js';

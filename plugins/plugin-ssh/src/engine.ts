@@ -17,3 +17,4 @@ export * from './ssh/node-session.js';
 export * from './fleet/fleet-executor.js';
 export * from './fleet/fleet-run.js';
 export * from './ssh-endpoint-config.js';
+export * from './inventory/fleet-listing.js';

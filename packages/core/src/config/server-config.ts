@@ -14,6 +14,7 @@ import type { LogLevel } from '../log.js';
 import { dialectOf } from '../db/connect.js';
 import { nearest } from '../suggest.js';
 import { parseSourceFile } from './source-file.js';
+import { inventorySourceList } from './fleet-settings.js';
 import {
   duration,
   filePath,
@@ -33,7 +34,7 @@ import {
   type Setting,
 } from './settings.js';
 
-export const DEFAULT_PLUGINS = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkgate/plugin-exec'];
+export const DEFAULT_PLUGINS = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkgate/plugin-exec', '@tkgate/plugin-ssh'];
 
 const positive = { min: 1 };
 
@@ -168,6 +169,20 @@ const declaration = {
       { doc: 'the wait before the second attempt; later waits grow from it (about 10s, 1m, 5m, 30m, 2h, 6h with the default), with jitter' },
       { minMs: 10 },
     ),
+  },
+  fleet: {
+    inventory: structured(
+      [],
+      {
+        doc: 'where fleet nodes come from: a list of { file }, { url, refresh, headers } and { command, refresh } sources (docs/fleet.md); the env variable names one file',
+        env: 'TKGATE_FLEET_INVENTORY',
+        sensitive: true,
+      },
+      inventorySourceList,
+      'a list of sources, each { file: PATH }, { url: URL, refresh, headers } or { command: [argv], refresh } (docs/fleet.md)',
+    ),
+    known_hosts: optionalFile({ doc: "host keys of nodes that have none of their own, in OpenSSH's known_hosts format" }),
+    view_power: integer(-1, { doc: 'power that lists the nodes (GET {base}/fleet/nodes); -1: auth.admin_power' }),
   },
   toolkits: {
     dir: filePath('./config/toolkits', { doc: 'one file per toolkit (.yaml, .yml or .json)', env: 'TKGATE_TOOLKITS_DIR' }),

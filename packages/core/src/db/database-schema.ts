@@ -55,6 +55,7 @@ export const SECRET_TABLES = new Set([
   'runs',
   'run_output',
   'trigger_deliveries',
+  'run_nodes',
   'tkgate_migrations',
   'tkgate_migrations_lock',
 ]);

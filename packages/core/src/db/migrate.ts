@@ -10,6 +10,7 @@ import * as rateLimits from './migrations/007_rate_limits.js';
 import * as toolkitVersions from './migrations/008_toolkit_versions.js';
 import * as runs from './migrations/009_runs.js';
 import * as runApprovals from './migrations/010_run_approvals.js';
+import * as runNodes from './migrations/012_run_nodes.js';
 import * as runClaims from './migrations/013_run_claims.js';
 import * as schedules from './migrations/014_schedules.js';
 import * as notifications from './migrations/015_notifications.js';
@@ -27,6 +28,7 @@ const migrations: Record<string, Knex.Migration> = {
   '008_toolkit_versions': toolkitVersions,
   '009_runs': runs,
   '010_run_approvals': runApprovals,
+  '012_run_nodes': runNodes,
   '013_run_claims': runClaims,
   '014_schedules': schedules,
   '015_notifications': notifications,

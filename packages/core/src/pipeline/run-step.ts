@@ -6,9 +6,18 @@ import type { DetachedPlan } from '../plugins/plugin-api.js';
 import type { Runs } from '../runs/runs.js';
 import type { GatewayContext } from '../http/context.js';
 import { keptFields } from '../parameters/index.js';
-import type { AuditDetailsCollected, ExecutingState, PayloadFiltered } from './pipeline-state.js';
+import type { Addressed, AuditDetailsCollected, ExecutingState, PayloadFiltered } from './pipeline-state.js';
 
-type RunState = ExecutingState & Authenticated & PayloadFiltered & Partial<AuditDetailsCollected>;
+type RunState = ExecutingState & Authenticated & PayloadFiltered & Partial<AuditDetailsCollected> & Partial<Addressed>;
+
+/** An endpoint path as received, its segments decoded (a rerun sends it again, encoded once more). */
+function decodedPath(path: string): string {
+  try {
+    return path.split('/').map(decodeURIComponent).join('/');
+  } catch {
+    return path;
+  }
+}
 
 /**
  * Instead of step 9, for an endpoint whose type runs it as a job (`run: async` on exec): the run is recorded with
@@ -30,6 +39,7 @@ export function runStep(runs: Runs, base: string): Stage<RunState> {
       pathParams,
       keptPayload: keptFields(payload, endpoint.auditFields, endpoint.clientFilter.secretFields),
       ...(ctx.state.internalRun && { internal: ctx.state.internalRun }),
+      ...(ctx.state.address && { address: { kind: ctx.state.address.kind, path: decodedPath(ctx.state.address.endpointPath) } }),
     });
     if (ctx.state.auditDetails) ctx.state.auditDetails.run_id = id;
     const links = runLinks(base, id);

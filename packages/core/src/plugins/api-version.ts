@@ -16,7 +16,11 @@ import type { ApiRange } from './plugin-api.js';
  * itself; secrets, references to secrets kept outside toolkit files, their schemes and the mask of their
  * values; EndpointType.detached and runDetached, endpoints that run as jobs (runs) writing their output to a
  * sink, with a concurrencyKey that may be `$path.<name>`; DetachedPlan.room, the type's own bound on the runs an
- * instance starts; EndpointType.dryRun (DryRun, DryRunOutcome), the dry run an approver reads before approving a run).
+ * instance starts; EndpointType.dryRun (DryRun, DryRunOutcome), the dry run an approver reads before approving a run;
+ * 1.6: EndpointType.onLoad; runs with nodes, for a type that runs on many hosts: EndpointType.selectNodes (the selection fixed when the run
+ * is created), DetachedRun.nodes and nodeChanged, OutputSink.writeNode (node-tagged output, kept per node),
+ * DetachedOutcome.reason `nodes_failed`; PluginApi.fleet, the server configuration's fleet section; registerRoute, a
+ * read-only authenticated route of the plugin's own).
  */
 export const PLUGIN_API = Object.freeze({ major: 1, minor: 6 });
 export const PLUGIN_API_STRING = `${PLUGIN_API.major}.${PLUGIN_API.minor}`;

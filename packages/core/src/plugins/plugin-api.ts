@@ -93,6 +93,46 @@ export interface PluginApi {
    * opened refuses the toolkit); the endpoint reads the current value per call, and masks what it passes on.
    */
   readonly secrets: PluginSecrets;
+  /**
+   * (1.6) The server configuration's `fleet` section (docs/fleet.md): the inventory's sources, `known_hosts`, and the
+   * power that lists the nodes (auth.admin_power when unset). For a type that runs on many hosts.
+   */
+  readonly fleet: FleetSettings;
+  /**
+   * (1.6) A read-only route of the plugin's own under `{base}` (`fleet/nodes`): authenticated as the runs' routes are
+   * (a session or an API key), below `minPower` 403 `forbidden`, its result answered as `data`.
+   */
+  registerRoute(route: PluginRoute): void;
+}
+
+/** (1.6) PluginApi.fleet. */
+export interface FleetSettings {
+  /** `fleet.inventory`: `{ file }` (an absolute path), `{ url, refresh?, headers? }`, `{ command, refresh? }`; refresh in ms. */
+  inventory: ReadonlyArray<
+    { file: string } | { url: string; refresh?: number; headers?: Readonly<Record<string, string>> } | { command: readonly string[]; refresh?: number }
+  >;
+  /** `fleet.known_hosts`, an absolute path, or undefined. */
+  knownHosts?: string;
+  /** `fleet.view_power`, else auth.admin_power. */
+  viewPower: number;
+}
+
+/** (1.6) A route a plugin adds (PluginApi.registerRoute). */
+export interface PluginRoute {
+  method: 'GET';
+  /** Under `{base}/`, fixed segments only: `fleet/nodes`. */
+  path: string;
+  /** The least power that may call it (others: 403 forbidden); read per request. */
+  minPower(): number;
+  handle(call: PluginRouteCall): unknown;
+}
+
+/** (1.6) One request of a plugin's route. */
+export interface PluginRouteCall {
+  /** The query string's parameters, the first value of each. */
+  query: Readonly<Record<string, string>>;
+  caller: { id: number; username: string; power: number };
+  requestId: string;
 }
 
 /** (1.5) PluginApi.secrets. */
@@ -186,6 +226,35 @@ export interface EndpointType<Config> {
    * to what it printed (secret values masked) for the approvers to read. Without it `dry_run` is a config error.
    */
   dryRun?(run: DryRun<Config>): Promise<DryRunOutcome>;
+  /**
+   * (1.6) Optional, with `detached`: the nodes (hosts) a run of this endpoint runs on, by name, in the order they
+   * run. Called when the run is created: the selection is fixed then, kept with the run, shown to its approvers, and
+   * handed to `runDetached` as `run.nodes`. Throw a GatewayError (400) for a selection the call cannot have.
+   */
+  selectNodes?(call: NodeSelectionCall<Config>): readonly string[] | Promise<readonly string[]>;
+}
+
+/** (1.6) What a run's node selection is made from. */
+export interface NodeSelectionCall<Config> {
+  config: Config;
+  context: RequestContext;
+  /** A rerun's: only these nodes (those of them the type still knows), whatever the endpoint's selection says. */
+  only?: readonly string[];
+}
+
+/** (1.6) A node's status in a run with nodes. */
+export type RunNodeStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'skipped';
+
+/** (1.6) A node's state as a run reports it (DetachedRun.nodeChanged); times are ISO-8601. */
+export interface RunNodeState {
+  name: string;
+  status: RunNodeStatus;
+  exit_code: number | null;
+  signal: string | null;
+  /** Why the node ended other than by its exit (`unreachable`, `host_key_mismatch`, `cancelled_by`, ...). */
+  reason: string | null;
+  started_at: string | null;
+  ended_at: string | null;
 }
 
 /** (1.5) A dry run (`approval.dry_run`) of a run that waits for approval. */
@@ -251,11 +320,23 @@ export interface DetachedRun<Config> {
   signal: AbortSignal;
   /** How long a stopped run may take to end before it is ended by force, read when `signal` aborts. */
   graceMs(): number;
+  /** (1.6) The run's nodes (EndpointType.selectNodes), in order; undefined for a run without nodes. */
+  nodes?: readonly string[];
+  /**
+   * (1.6) Records a node's change (running, its end) and tells the run's followers (an SSE `node` event), in order;
+   * present with `nodes`. A node's output written before its end is stored before the end's event.
+   */
+  nodeChanged?(state: RunNodeState): void;
 }
 
 /** (1.5) The output of a run, stream by stream; bytes are copied before `write` returns. */
 export interface OutputSink {
   write(stream: 'stdout' | 'stderr', bytes: Uint8Array): void;
+  /**
+   * (1.6) Output of one node of a run with nodes (present then): its own chunks, kept up to the plan's
+   * `maxOutputBytes` per node, tagged with the node in the stream and the text form.
+   */
+  writeNode?(node: string, stream: 'stdout' | 'stderr', bytes: Uint8Array): void;
 }
 
 /**
@@ -264,6 +345,8 @@ export interface OutputSink {
  */
 export interface DetachedOutcome {
   status: 'succeeded' | 'failed' | 'timed_out';
+  /** (1.6) A run with nodes that failed because some of its nodes did: `nodes_failed`. */
+  reason?: 'nodes_failed';
   exitCode?: number;
   signal?: string;
   result?: unknown;

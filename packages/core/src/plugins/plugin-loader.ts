@@ -7,7 +7,7 @@ import { scopedLogger, type Logger } from '../log.js';
 import { formatPath, validateStandard } from '../config/schema-issues.js';
 import { checkApiRange, describeRange, PLUGIN_API_STRING } from './api-version.js';
 import { EndpointTypes } from './endpoint-types.js';
-import type { EndpointType, PluginApi, PluginMetrics, TkgatePlugin } from './plugin-api.js';
+import type { EndpointType, FleetSettings, PluginApi, PluginMetrics, PluginRoute, TkgatePlugin } from './plugin-api.js';
 import { PluginMiddlewareSet } from './plugin-middleware.js';
 import type { Secrets } from '../secrets/secrets.js';
 
@@ -28,6 +28,8 @@ export interface LoadedPlugins {
   types: EndpointTypes;
   /** The middleware plugins put into the request path (useMiddleware), by point. */
   middleware: PluginMiddlewareSet;
+  /** The routes plugins added (registerRoute), served under {base} by plugin-routes.ts. */
+  routes: ReadonlyArray<PluginRoute & { plugin: string }>;
   /** Runs every plugin's onClose cleanup, in reverse load order. */
   close(): Promise<void>;
 }
@@ -92,7 +94,13 @@ export interface PluginDeps {
   metrics?: PluginMetrics;
   /** The gateway's secrets (its logger masks their values); a store of their own when absent. */
   secrets?: Secrets;
+  /** The server configuration's fleet section (PluginApi.fleet); none when absent. */
+  fleet?: FleetSettings;
 }
+
+const NO_FLEET: FleetSettings = Object.freeze({ inventory: [], viewPower: 100 });
+/** A plugin route's path: fixed segments of a path's characters. */
+const ROUTE_PATH = /^[a-z0-9][a-z0-9_-]*(\/[a-z0-9][a-z0-9_-]*)*$/;
 
 /**
  * Lets each plugin register, in order. When any step fails, the onClose hooks of the plugins already
@@ -101,6 +109,7 @@ export interface PluginDeps {
 export async function registerPlugins(imported: ImportedPlugin[], deps: PluginDeps): Promise<LoadedPlugins> {
   const types = new EndpointTypes(deps.secrets);
   const middleware = new PluginMiddlewareSet(deps.log);
+  const routes: Array<PluginRoute & { plugin: string }> = [];
   const cleanups: Array<{ plugin: string; cleanup: () => void | Promise<void> }> = [];
   const close = async () => {
     for (const { plugin, cleanup } of cleanups.splice(0).reverse()) {
@@ -118,7 +127,7 @@ export async function registerPlugins(imported: ImportedPlugin[], deps: PluginDe
           if (typeof cleanup !== 'function') throw new Error('onClose takes a function');
           cleanups.push({ plugin: plugin.name, cleanup });
         };
-        await plugin.register(pluginApi(plugin.name, { types, middleware }, deps, onClose));
+        await plugin.register(pluginApi(plugin.name, { types, middleware, routes }, deps, onClose));
       } catch (err) {
         throw new PluginError(`plugin ${specifier} failed to register: ${(err as Error).message}`);
       }
@@ -132,13 +141,13 @@ export async function registerPlugins(imported: ImportedPlugin[], deps: PluginDe
     await close();
     throw err;
   }
-  return { types, middleware, close };
+  return { types, middleware, routes, close };
 }
 
 /** What one plugin gets: the API, with its log lines, options and registrations under its name. */
 function pluginApi(
   name: string,
-  { types, middleware }: Pick<LoadedPlugins, 'types' | 'middleware'>,
+  { types, middleware, routes }: Pick<LoadedPlugins, 'types' | 'middleware'> & { routes: Array<PluginRoute & { plugin: string }> },
   deps: PluginDeps,
   onClose: PluginApi['onClose'],
 ): PluginApi {
@@ -161,6 +170,14 @@ function pluginApi(
     metrics: deps.metrics ?? noPluginMetrics,
     onClose,
     useMiddleware: (point, fn) => middleware.add(point, fn, name),
+    fleet: deps.fleet ?? NO_FLEET,
+    registerRoute: (route) => {
+      if (route.method !== 'GET' || !ROUTE_PATH.test(route.path))
+        throw new Error(`registerRoute: GET and a path of fixed segments such as fleet/nodes (got ${route.method} ${route.path})`);
+      const taken = routes.find((other) => other.path === route.path);
+      if (taken) throw new Error(`registerRoute: ${route.path} is ${taken.plugin}'s already`);
+      routes.push({ ...route, plugin: name });
+    },
     secrets: {
       registerScheme: (scheme) => types.secrets.addScheme(scheme, name),
       value: (reference) => types.secrets.value(reference),

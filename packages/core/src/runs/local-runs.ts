@@ -6,6 +6,7 @@ import { scopedLogger, type Logger } from '../log.js';
 import type { DetachedOutcome, DetachedPlan } from '../plugins/plugin-api.js';
 import type { CompiledEndpoint } from '../toolkits/compiled-toolkit.js';
 import { BatchedChunkWriter, RunOutput } from './output/run-output.js';
+import { NodeChangeWriter, type RunNodes } from './run-nodes.js';
 import type { RunFeeds } from './output/run-feeds.js';
 import { endOf, type StopCause } from './run-endings.js';
 import type { ClaimedRun, RunStore, WaitingQueue } from './run-store.js';
@@ -48,6 +49,8 @@ export class LocalRuns {
       feeds: RunFeeds;
       log: Logger;
       instance: string;
+      /** The nodes of runs with nodes (run-nodes.ts). */
+      nodes: RunNodes;
       /** A place of this queue freed here. */
       freed(queue: WaitingQueue): void;
       /** The gateway's secret mask: a run's secret fields' values are held in it while it runs (parameters/). */
@@ -78,7 +81,9 @@ export class LocalRuns {
       (chunks) => feed.stored(chunks),
       this.s.log,
     );
-    const output = new RunOutput(plan.maxOutputBytes, writer);
+    // A type that selects nodes runs every run on nodes: their output is kept per node (run-nodes.ts).
+    const withNodes = endpoint.type.selectNodes !== undefined;
+    const output = new RunOutput(plan.maxOutputBytes, writer, withNodes);
     const local: LocalRun = {
       id: claimed.id,
       toolkit: claimed.toolkit,
@@ -95,8 +100,18 @@ export class LocalRuns {
     const log = scopedLogger(this.s.log, { plugin: endpoint.type.plugin, run_id: claimed.id, toolkit: claimed.toolkit, endpoint: claimed.endpoint });
     local.done = (async () => {
       let outcome: DetachedOutcome;
+      const nodeChanges = withNodes ? new NodeChangeWriter(this.s.nodes, claimed.id, log) : undefined;
       try {
+        const nodes = nodeChanges && (await this.s.nodes.names(claimed.id));
         outcome = await endpoint.type.runDetached!({
+          ...(nodes && {
+            nodes,
+            nodeChanged: (state) => {
+              const kept = output.nodeBytes(state.name);
+              nodeChanges!.change({ ...state, output_bytes: kept.bytes, output_truncated: kept.truncated });
+              output.nodeEvent(state.name, JSON.stringify({ node: state.name, status: state.status, exit_code: state.exit_code, reason: state.reason }));
+            },
+          }),
           config: endpoint.typeConfig,
           context: claimed.context,
           runId: claimed.id,
@@ -113,6 +128,12 @@ export class LocalRuns {
       }
       output.close();
       await writer.settled();
+      if (nodeChanges) {
+        await nodeChanges.settled();
+        // Nodes the type left open (it failed, or stopped without a word on them) end with the run.
+        const [status, reason] = local.stopped?.by === 'cancel' ? (['cancelled', 'cancelled_by'] as const) : (['failed', 'connection_lost'] as const);
+        await this.s.nodes.endOpen(claimed.id, status, reason, Date.now()).catch(() => undefined);
+      }
       await this.finish(local, outcome, feed);
     })().finally(release);
   }

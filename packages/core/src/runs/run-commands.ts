@@ -11,6 +11,7 @@ import type { DryRuns } from './approvals/dry-runs.js';
 import { concurrencyKeyOf, queueOf } from './endpoint-plans.js';
 import type { StopCause } from './run-endings.js';
 import { ENDED_STATUSES, WAITING_STATUSES, type RunRow } from './run-record.js';
+import { selectRunNodes } from './run-nodes.js';
 import type { DecisionOutcome, NewRun, RunStore, WaitingQueue } from './run-store.js';
 import type { RunTransitions } from './run-transitions.js';
 
@@ -35,6 +36,8 @@ export interface RunRequest {
   keptPayload: Record<string, unknown> | undefined;
   /** A call the gateway made itself (auth/internal-calls.ts): a schedule's fire, a fleet's rerun; or a trigger's (its actor). */
   internal?: InternalRunOptions;
+  /** The call's address (`tk/<kind>/<toolkit>/<path>`): what a rerun of a run with nodes calls again. */
+  address?: { kind: string; path: string };
 }
 
 /** Who asks for a cancel or a decision, as its audit event names them: the request's caller, or `cli`. */
@@ -112,6 +115,9 @@ export class RunCommands {
       queuedAt,
       ...(approval && { approval }),
     };
+    // A type that runs on nodes selects them now: fixed with the run, shown to its approvers (run-nodes.ts).
+    const nodes = await selectRunNodes(endpoint, { ...request, ...(internal && { rerun: internal }) });
+    if (nodes) run.nodes = nodes;
     const queue: WaitingQueue = { queue: queueOf(run.toolkit, run.endpoint, run.method), toolkit: run.toolkit, endpoint: run.endpoint, method: run.method };
     if (!(await this.s.transitions.submit(queue.queue, run, plan.maxQueued, internal))) throw busy();
     if (!approval) {

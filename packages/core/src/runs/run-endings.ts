@@ -16,7 +16,7 @@ export type StopCause = { by: 'cancel'; who: string } | { by: 'gateway' };
  */
 export function endOf(outcome: DetachedOutcome, stopped: StopCause | undefined, output: { bytes: number; truncated: boolean }, endedAt: number): RunEnd {
   let status: RunStatus = outcome.status;
-  let reason: RunReason | null = outcome.status === 'timed_out' ? 'timeout' : null;
+  let reason: RunReason | null = outcome.status === 'timed_out' ? 'timeout' : (outcome.reason ?? null);
   if (stopped?.by === 'cancel') [status, reason] = ['cancelled', 'cancelled_by'];
   else if (stopped?.by === 'gateway') [status, reason] = ['failed', 'gateway_stopped'];
   return {

@@ -22,7 +22,7 @@ export const ALL_STATUSES: readonly RunStatus[] = [
 ];
 
 /** Why a run ended other than by its own exit. */
-export type RunReason = 'timeout' | 'cancelled_by' | 'gateway_stopped' | 'instance_lost' | 'definition_changed' | 'approval_expired';
+export type RunReason = 'timeout' | 'cancelled_by' | 'gateway_stopped' | 'instance_lost' | 'definition_changed' | 'approval_expired' | 'nodes_failed';
 
 export interface RunRow {
   id: string;
@@ -62,6 +62,9 @@ export interface RunRow {
   quorum: number | null;
   allow_self: boolean;
   dry_run: string | null;
+  /** A run with nodes (012_run_nodes.ts): how many, and the run it reruns; null for a run without nodes. */
+  node_count: number | null;
+  rerun_of: string | null;
   /** The decisions so far (run_approvals), oldest first; read with the run when it has an approval. */
   approvals?: RunDecision[];
 }
@@ -111,6 +114,8 @@ export const RUN_COLUMNS = [
   'quorum',
   'allow_self',
   'dry_run',
+  'node_count',
+  'rerun_of',
 ] as const;
 
 const numberOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
@@ -134,6 +139,8 @@ export function toRunRow(row: Record<string, unknown>): RunRow {
     approve_power: numberOrNull(row.approve_power),
     quorum: numberOrNull(row.quorum),
     allow_self: row.allow_self === true || Number(row.allow_self) === 1,
+    node_count: numberOrNull(row.node_count),
+    rerun_of: (row.rerun_of as string | null | undefined) ?? null,
   };
 }
 
@@ -170,6 +177,7 @@ export function runData(run: RunRow): Record<string, unknown> {
             expires_at: iso(run.expires_at),
           },
     dry_run: parsed(run.dry_run),
+    ...(run.node_count !== null && { rerun_of: run.rerun_of }),
   };
 }
 

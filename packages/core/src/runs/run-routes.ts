@@ -15,6 +15,9 @@ import { answerOutput } from './output/output-stream.js';
 import type { CommandCaller, RunCommands } from './run-commands.js';
 import { ALL_STATUSES, runData, runLinks, type RunRow } from './run-record.js';
 import type { RunFilters, RunStore } from './run-store.js';
+import type { RunNodes } from './run-nodes.js';
+import type { InternalCalls } from '../auth/internal-calls.js';
+import { nodeFields, nodePage, rerun } from './node-routes.js';
 
 export interface RunRoutesServices {
   config: ServerConfig;
@@ -24,6 +27,9 @@ export interface RunRoutesServices {
   reads: Pick<RunStore, 'get' | 'list' | 'chunksAfter'>;
   feeds: Pick<RunFeeds, 'follow'>;
   commands: RunCommands;
+  /** The nodes of runs with nodes, and the rerun's internal call (node-routes.ts). */
+  nodes?: RunNodes;
+  internalCalls?: InternalCalls;
 }
 
 const RUN_ID = /^[A-Za-z0-9_-]{1,32}$/;
@@ -116,14 +122,17 @@ export function runRoutes(s: RunRoutesServices): RouteContribution {
     return list.middleware;
   };
 
-  const show: Stage<RunState> = (ctx) => sendData(ctx, runData(ctx.state.run));
+  const show: Stage<RunState> = async (ctx) => sendData(ctx, { ...runData(ctx.state.run), ...(await nodeFields(s.nodes, ctx.state.run)) });
 
   const output: Stage<RunState> = (ctx) => answerOutput(ctx, { store: s.reads, feeds: s.feeds }, ctx.state.run.id);
 
   const cancel: Stage<RunState> = async (ctx) => {
     const { run, caller, apiKey } = ctx.state;
     if (!commands.mayCancel(caller, run, apiKey?.scope ?? undefined)) throw forbidden('you may not cancel this run');
-    sendData(ctx, runData((await commands.cancel(run, commandCaller(ctx, config))).run), 202);
+    const cancelled = await commands.cancel(run, commandCaller(ctx, config));
+    // Nodes of a run that never started end with it.
+    if (cancelled.how === 'cancelled' && run.node_count !== null) await s.nodes?.endOpen(run.id, 'cancelled', 'cancelled_by', Date.now());
+    sendData(ctx, { ...runData(cancelled.run), ...(await nodeFields(s.nodes, cancelled.run)) }, 202);
   };
 
   const list: Stage<AuthenticatedState> = async (ctx) => {
@@ -161,6 +170,11 @@ export function runRoutes(s: RunRoutesServices): RouteContribution {
     add('POST', `${base}/runs/:id/cancel`, 'runs/:id/cancel', ...chain(cancel));
     add('POST', `${base}/runs/:id/approve`, 'runs/:id/approve', ...chain(body, decide('approve')));
     add('POST', `${base}/runs/:id/reject`, 'runs/:id/reject', ...chain(body, decide('reject')));
+    if (s.nodes) {
+      const nodeServices = { config, nodes: s.nodes, ...(s.internalCalls && { internalCalls: s.internalCalls }) };
+      add('GET', `${base}/runs/:id/nodes`, 'runs/:id/nodes', ...chain(nodePage(nodeServices)));
+      add('POST', `${base}/runs/:id/rerun`, 'runs/:id/rerun', ...chain(body, rerun(nodeServices)));
+    }
   };
 }
 

@@ -1,3 +1,4 @@
+import { insertRunNodes } from './run-nodes.js';
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { claimPurge, purgeIntervalMs } from '../audit/audit-retention.js';
@@ -34,6 +35,14 @@ export interface NewRun {
   queuedAt: number;
   /** With an approval: the run waits (awaiting_approval) for these approvers, bound to this definition. */
   approval?: NewApproval;
+  /** A run with nodes (run-nodes.ts): its selection, the run it reruns, and what a rerun of it calls again. */
+  nodes?: RunWithNodes;
+}
+
+export interface RunWithNodes {
+  names: readonly string[];
+  rerunOf?: string;
+  replay: { kind: string; path: string; payload: Record<string, unknown> };
 }
 
 export interface NewApproval {
@@ -90,8 +99,11 @@ export interface RunEnd {
 
 export interface OutputChunk {
   seq: number;
-  stream: 'stdout' | 'stderr';
+  /** `node`: a node's change (run-nodes.ts), its data the JSON of the SSE `node` event. */
+  stream: 'stdout' | 'stderr' | 'node';
   data: string;
+  /** The node of a run with nodes the chunk belongs to. */
+  node?: string;
 }
 
 /** Who asks for runs: visibility is decided in the query, so a page holds only runs the caller may see. */
@@ -183,6 +195,7 @@ function runRow(run: NewRun, queue: string): Record<string, unknown> {
       allow_self: approval.allowSelf,
       dry_run: approval.dryRun ? JSON.stringify({ status: 'running', exit_code: null, output: '' } satisfies DryRunRecord) : null,
     }),
+    ...(run.nodes && { node_count: run.nodes.names.length, rerun_of: run.nodes.rerunOf ?? null, replay: JSON.stringify(run.nodes.replay) }),
   };
 }
 
@@ -246,6 +259,7 @@ export class RunStore {
       const rows = submissions.filter((_, i) => recorded[i]).map(({ run }) => runRow(run, queue));
       if (rows.length > 0) await trx('runs').insert(rows);
       for (const [i, { also }] of submissions.entries()) if (recorded[i] && also) await also(trx);
+      for (const [i, { run }] of submissions.entries()) if (recorded[i] && run.nodes) await insertRunNodes(trx, run.id, run.nodes.names);
       return recorded;
     });
   }
@@ -488,15 +502,23 @@ export class RunStore {
 
   /** One batch of a run's chunks, in one statement. */
   async appendChunks(runId: string, chunks: readonly OutputChunk[]): Promise<void> {
-    await this.db('run_output').insert(chunks.map((chunk) => ({ run_id: runId, seq: chunk.seq, stream: chunk.stream, data: chunk.data })));
+    await this.db('run_output').insert(
+      chunks.map((chunk) => ({ run_id: runId, seq: chunk.seq, stream: chunk.stream, data: chunk.data, node: chunk.node ?? null })),
+    );
   }
 
   /** A run's chunks after `after`, in order. */
   async chunksAfter(runId: string, after: number): Promise<OutputChunk[]> {
-    const rows = (await this.db('run_output').where({ run_id: runId }).andWhere('seq', '>', after).orderBy('seq').select('seq', 'stream', 'data')) as Array<
-      Record<string, unknown>
-    >;
-    return rows.map((row) => ({ seq: Number(row.seq), stream: row.stream as OutputChunk['stream'], data: String(row.data) }));
+    const rows = (await this.db('run_output')
+      .where({ run_id: runId })
+      .andWhere('seq', '>', after)
+      .orderBy('seq')
+      .select('seq', 'stream', 'data', 'node')) as Array<Record<string, unknown>>;
+    return rows.map((row) => {
+      const chunk: OutputChunk = { seq: Number(row.seq), stream: row.stream as OutputChunk['stream'], data: String(row.data) };
+      if (row.node !== null && row.node !== undefined) chunk.node = String(row.node);
+      return chunk;
+    });
   }
 
   /** A page of the runs the viewer may see, newest first. */
@@ -558,6 +580,7 @@ export class RunStore {
         .pluck('id')) as string[];
       if (ids.length === 0) return purged;
       await this.db('run_output').whereIn('run_id', ids).delete();
+      await this.db('run_nodes').whereIn('run_id', ids).delete();
       purged += Number(await this.db('runs').whereIn('id', ids).delete());
       if (ids.length < 200) return purged;
     }

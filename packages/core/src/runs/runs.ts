@@ -14,6 +14,7 @@ import { RunHousekeeping } from './housekeeping.js';
 import { LocalRuns } from './local-runs.js';
 import { RunFeeds } from './output/run-feeds.js';
 import { RunCommands } from './run-commands.js';
+import { RunNodes } from './run-nodes.js';
 import { runEndings } from './run-endings.js';
 import { RunQueue, storeClaim } from './run-queue.js';
 import { RunStore, type WaitingQueue } from './run-store.js';
@@ -54,6 +55,8 @@ export class Runs {
   readonly commands: RunCommands;
   /** The wake-ups this instance tells and hears (run-wakeups.ts). */
   readonly wakeups: RunWakeups;
+  /** The nodes of runs with nodes (run-nodes.ts). */
+  readonly nodes: RunNodes;
   /** This instance, as runs record it: host, pid and a random part (a restart is another instance). */
   readonly instance = `${hostname().slice(0, 30)}:${process.pid}:${randomBytes(6).toString('hex')}`;
   private readonly binding: ApprovalBinding;
@@ -77,6 +80,7 @@ export class Runs {
     const snapshot = () => s.registry.snapshot;
     this.log = scopedLogger(s.log, { component: 'runs' });
     this.store = new RunStore(s.db);
+    this.nodes = new RunNodes(s.db);
     this.transitions = new RunTransitions(this.store);
     this.plans = new EndpointPlans(snapshot);
     this.wakeups = new RunWakeups(s.wakeups, s.registry, { woken: (kind, queue) => this.woken(kind, queue), feeds: { poke: (id) => this.feeds.poke(id) } });
@@ -98,6 +102,7 @@ export class Runs {
       feeds: this.feeds,
       log: this.log,
       instance: this.instance,
+      nodes: this.nodes,
       freed: (queue) => {
         this.queue.freed(queue);
         this.wakeups.freed(queue.queue);

@@ -1,3 +1,4 @@
+import { fleetSettingsOf } from '../config/fleet-settings.js';
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -57,7 +58,7 @@ export async function withLoadedPlugins<T>(config: ServerConfig, log: Logger, wo
   const reads = openPreparedReads(db, config.db);
   try {
     // Plugins' onClose hooks run on every way out, also when a later plugin fails to load.
-    const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options });
+    const plugins = await loadPlugins(config.plugins, { db, reads, log, options: config.plugin_options, fleet: fleetSettingsOf(config) });
     try {
       return await work(plugins.types, db);
     } finally {

@@ -3,6 +3,7 @@ import { invalidPayload } from '../../errors.js';
 import type { GatewayContext } from '../../http/context.js';
 import type { RunFeeds } from './run-feeds.js';
 import { SSE_KEEPALIVE, sseEvent, wantsEventStream } from './run-sse.js';
+import { chunkEvent, nodeOf, plainText } from '../node-routes.js';
 import type { RunStore } from '../run-store.js';
 
 /** A comment on an idle event stream this often. */
@@ -19,11 +20,11 @@ export function afterOf(ctx: GatewayContext): number {
 }
 
 /** The output as plain text: every chunk stored so far, stdout and stderr in the order they came. */
-async function plainOutput(ctx: GatewayContext, store: Pick<RunStore, 'chunksAfter'>, runId: string, after: number): Promise<void> {
+async function plainOutput(ctx: GatewayContext, store: Pick<RunStore, 'chunksAfter'>, runId: string, after: number, node: string | undefined): Promise<void> {
   const chunks = await store.chunksAfter(runId, after);
   ctx.status = 200;
   ctx.type = 'text/plain; charset=utf-8';
-  ctx.body = chunks.map((chunk) => chunk.data).join('');
+  ctx.body = plainText(chunks, node);
 }
 
 /**
@@ -31,7 +32,7 @@ async function plainOutput(ctx: GatewayContext, store: Pick<RunStore, 'chunksAft
  * A write the socket has no room for holds the follower's place in the feed until the socket drains, so a client
  * that does not read costs its socket's buffer, never a copy of the output.
  */
-function eventStream(ctx: GatewayContext, feeds: Pick<RunFeeds, 'follow'>, runId: string, after: number): void {
+function eventStream(ctx: GatewayContext, feeds: Pick<RunFeeds, 'follow'>, runId: string, after: number, node: string | undefined): void {
   const stream = new PassThrough();
   let closed = false;
   let unfollow: (() => void) | undefined;
@@ -58,7 +59,10 @@ function eventStream(ctx: GatewayContext, feeds: Pick<RunFeeds, 'follow'>, runId
       runId,
       after,
       {
-        chunk: (chunk) => (closed || stream.write(sseEvent(chunk.stream, chunk.data, chunk.seq)) ? undefined : room()),
+        chunk: (chunk) => {
+          const event = closed ? undefined : chunkEvent(chunk, node);
+          return event === undefined || stream.write(event) ? undefined : room();
+        },
         end: (ending) => {
           if (!closed) stream.write(sseEvent('end', JSON.stringify(ending)));
           close();
@@ -88,6 +92,8 @@ export async function answerOutput(
   runId: string,
 ): Promise<void> {
   const after = afterOf(ctx);
-  if (wantsEventStream(ctx.get('Accept'))) eventStream(ctx, s.feeds, runId, after);
-  else await plainOutput(ctx, s.store, runId, after);
+  // `?node=NAME`: one node of a run with nodes (docs/fleet.md, "Output").
+  const node = nodeOf(ctx);
+  if (wantsEventStream(ctx.get('Accept'))) eventStream(ctx, s.feeds, runId, after, node);
+  else await plainOutput(ctx, s.store, runId, after, node);
 }

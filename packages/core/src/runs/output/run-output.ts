@@ -12,7 +12,7 @@ const RETRY_MS = 500;
 /** ... at most this often (a database down for 5 s loses that output, never the run). */
 const ATTEMPTS = 10;
 
-type Stream = OutputChunk['stream'];
+type Stream = 'stdout' | 'stderr';
 
 /** Where chunks go: the writer that stores them in batches (and tells the followers once stored). */
 export interface ChunkWriter {
@@ -44,71 +44,113 @@ class PendingText {
   text = '';
   timer: NodeJS.Timeout | undefined;
   readonly decoder = new StringDecoder('utf8');
+
+  constructor(
+    readonly node: string | null,
+    readonly stream: Stream,
+  ) {}
+}
+
+/** What a node of a run with nodes has kept of its output. */
+export interface NodeBytes {
+  bytes: number;
+  truncated: boolean;
 }
 
 /**
  * A running run's output sink: bytes of each stream become text (a character split across writes is kept
  * whole), cut into numbered chunks: at a newline as soon as one arrives, else when 100 ms have passed since
  * the chunk's first byte or it reached 64 KiB. Output is kept up to `maxBytes`; past it, the rest is dropped and
- * the run says truncated (the command goes on).
+ * the run says truncated (the command goes on). A run with nodes (`perNode`) keeps each node's output apart, up to
+ * `maxBytes` per node, its chunks tagged with the node, and numbers the nodes' events with the same sequence.
  */
 export class RunOutput implements OutputSink {
-  private readonly streams = { stdout: new PendingText(), stderr: new PendingText() };
+  private readonly streams = new Map<string, PendingText>();
+  private readonly nodes = new Map<string, NodeBytes>();
   private seq = 0;
   private closed = false;
   /** Bytes kept (the rest was dropped). */
   bytes = 0;
   truncated = false;
+  readonly writeNode: OutputSink['writeNode'];
 
   constructor(
     private readonly maxBytes: number,
     private readonly writer: ChunkWriter,
-  ) {}
+    perNode = false,
+  ) {
+    this.writeNode = perNode ? (node, stream, bytes) => this.take(node, stream, bytes) : undefined;
+  }
 
   write(stream: Stream, bytes: Uint8Array): void {
+    this.take(null, stream, bytes);
+  }
+
+  /** What a node has kept so far. */
+  nodeBytes(node: string): NodeBytes {
+    return this.nodes.get(node) ?? { bytes: 0, truncated: false };
+  }
+
+  /** A node's change, after the output it wrote before it: the next number of the run's sequence. */
+  nodeEvent(node: string, data: string): void {
+    if (this.closed) return;
+    for (const stream of ['stdout', 'stderr'] as const) if (this.streams.has(`${node}\0${stream}`)) this.flushStream(node, stream);
+    this.writer.add({ seq: ++this.seq, stream: 'node', node, data });
+  }
+
+  private take(node: string | null, stream: Stream, bytes: Uint8Array): void {
     if (this.closed || bytes.byteLength === 0) return;
     let kept = bytes;
-    if (this.bytes + kept.byteLength > this.maxBytes) {
-      kept = kept.subarray(0, Math.max(0, this.maxBytes - this.bytes));
+    const count: NodeBytes = node === null ? this : (this.nodes.get(node) ?? this.nodes.set(node, { bytes: 0, truncated: false }).get(node)!);
+    if (count.bytes + kept.byteLength > this.maxBytes) {
+      kept = kept.subarray(0, Math.max(0, this.maxBytes - count.bytes));
+      count.truncated = true;
       this.truncated = true;
     }
     if (kept.byteLength === 0) return;
+    if (node !== null) count.bytes += kept.byteLength;
     this.bytes += kept.byteLength;
-    const pending = this.streams[stream];
+    const pending = this.pendingOf(node, stream);
     pending.text += pending.decoder.write(Buffer.from(kept.buffer, kept.byteOffset, kept.byteLength));
     const newline = pending.text.lastIndexOf('\n');
     if (newline >= 0) {
-      this.cut(stream, pending.text.slice(0, newline + 1));
+      this.cut(node, stream, pending.text.slice(0, newline + 1));
       pending.text = pending.text.slice(newline + 1);
     }
-    if (Buffer.byteLength(pending.text) >= MAX_CHUNK_BYTES) this.flushStream(stream);
+    if (Buffer.byteLength(pending.text) >= MAX_CHUNK_BYTES) this.flushStream(node, stream);
     if (pending.text === '') {
       clearTimeout(pending.timer);
       pending.timer = undefined;
-    } else pending.timer ??= setTimeout(() => this.flushStream(stream), MAX_CHUNK_MS);
+    } else pending.timer ??= setTimeout(() => this.flushStream(node, stream), MAX_CHUNK_MS);
+  }
+
+  private pendingOf(node: string | null, stream: Stream): PendingText {
+    const key = `${node ?? ''}\0${stream}`;
+    let pending = this.streams.get(key);
+    if (!pending) this.streams.set(key, (pending = new PendingText(node, stream)));
+    return pending;
   }
 
   /** The command has ended: what is pending becomes the last chunks; nothing is taken afterwards. */
   close(): void {
-    for (const stream of ['stdout', 'stderr'] as const) {
-      const pending = this.streams[stream];
+    for (const pending of this.streams.values()) {
       pending.text += pending.decoder.end();
-      this.flushStream(stream);
+      this.flushStream(pending.node, pending.stream);
     }
     this.closed = true;
   }
 
-  private flushStream(stream: Stream): void {
-    const pending = this.streams[stream];
+  private flushStream(node: string | null, stream: Stream): void {
+    const pending = this.pendingOf(node, stream);
     clearTimeout(pending.timer);
     pending.timer = undefined;
     const text = pending.text;
     pending.text = '';
-    this.cut(stream, text);
+    this.cut(node, stream, text);
   }
 
-  private cut(stream: Stream, text: string): void {
-    for (const data of pieces(text)) this.writer.add({ seq: ++this.seq, stream, data });
+  private cut(node: string | null, stream: Stream, text: string): void {
+    for (const data of pieces(text)) this.writer.add(node === null ? { seq: ++this.seq, stream, data } : { seq: ++this.seq, stream, node, data });
   }
 }
 
