@@ -1,6 +1,5 @@
 import path from 'node:path';
 import { z } from 'zod';
-import type { FleetSettings } from '../plugins/plugin-api.js';
 import { parseDuration } from './duration.js';
 import type { ServerConfig } from './server-config.js';
 
@@ -44,6 +43,18 @@ export const inventorySourceList = z.preprocess(
 );
 
 export type InventorySourceSetting = z.infer<typeof inventorySourceList>[number];
+
+/** (1.6) PluginApi.fleet. */
+export interface FleetSettings {
+  /** `fleet.inventory`: `{ file }` (an absolute path), `{ url, refresh?, headers? }`, `{ command, refresh? }`; refresh in ms. */
+  inventory: ReadonlyArray<
+    { file: string } | { url: string; refresh?: number; headers?: Readonly<Record<string, string>> } | { command: readonly string[]; refresh?: number }
+  >;
+  /** `fleet.known_hosts`, an absolute path, or undefined. */
+  knownHosts?: string;
+  /** `fleet.view_power`, else auth.admin_power. */
+  viewPower: number;
+}
 
 /** The fleet section as plugins get it (PluginApi.fleet): view_power -1 is auth.admin_power. */
 export function fleetSettingsOf(config: ServerConfig): FleetSettings {

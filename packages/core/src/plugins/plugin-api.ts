@@ -20,6 +20,9 @@ import type { TraceContext } from '../tracing/trace-api.js';
 import type { SecretReference } from '../secrets/secret-reference.js';
 import type { SecretScheme } from '../secrets/secret-schemes.js';
 import type { SecretStreamMask } from '../secrets/secret-mask.js';
+import type { FleetSettings } from '../config/fleet-settings.js';
+
+export type { FleetSettings };
 
 export type { TraceContext, ChildSpan, SpanOptions, SpanAttributes } from '../tracing/trace-api.js';
 
@@ -103,18 +106,6 @@ export interface PluginApi {
    * (a session or an API key), below `minPower` 403 `forbidden`, its result answered as `data`.
    */
   registerRoute(route: PluginRoute): void;
-}
-
-/** (1.6) PluginApi.fleet. */
-export interface FleetSettings {
-  /** `fleet.inventory`: `{ file }` (an absolute path), `{ url, refresh?, headers? }`, `{ command, refresh? }`; refresh in ms. */
-  inventory: ReadonlyArray<
-    { file: string } | { url: string; refresh?: number; headers?: Readonly<Record<string, string>> } | { command: readonly string[]; refresh?: number }
-  >;
-  /** `fleet.known_hosts`, an absolute path, or undefined. */
-  knownHosts?: string;
-  /** `fleet.view_power`, else auth.admin_power. */
-  viewPower: number;
 }
 
 /** (1.6) A route a plugin adds (PluginApi.registerRoute). */
