@@ -15,6 +15,7 @@ export const RELEASE_WORKSPACES = [
   'plugins/plugin-internal',
   'plugins/plugin-http',
   'plugins/plugin-exec',
+  'plugins/plugin-ssh',
 ];
 
 /** Build outputs a running gateway never reads: sources and objects of native modules, type declarations. */

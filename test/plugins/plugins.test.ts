@@ -101,7 +101,7 @@ for (const dialect of dialects) {
       [
         'another plugin API version',
         () => [pluginFile("export default { name: 'old', apiVersion: 99, register() {} };")],
-        /\(old\) needs plugin API 99; this tkgate has plugin API 1\.5/,
+        /\(old\) needs plugin API 99; this tkgate has plugin API 1\.6/,
       ],
       [
         'a malformed default export',

@@ -11,7 +11,15 @@ export interface ReleaseArtifacts {
 }
 
 /** The workspaces a release ships (scripts/release/stage.js). */
-export const RELEASE_PACKAGES = ['packages/core', 'packages/console', 'packages/cli', 'plugins/plugin-internal', 'plugins/plugin-http', 'plugins/plugin-exec'];
+export const RELEASE_PACKAGES = [
+  'packages/core',
+  'packages/console',
+  'packages/cli',
+  'plugins/plugin-internal',
+  'plugins/plugin-http',
+  'plugins/plugin-exec',
+  'plugins/plugin-ssh',
+];
 
 let built: Promise<ReleaseArtifacts> | undefined;
 

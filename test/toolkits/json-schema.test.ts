@@ -12,7 +12,7 @@ import { withGateway } from '../support/suite.js';
 import { toolkitDir, type ToolkitDoc } from '../support/toolkit-files.js';
 
 /** `tkgate schema`: editors validate toolkit files with it as `config check` would, key for key. */
-const DEFAULT_PLUGINS = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkgate/plugin-exec'];
+const DEFAULT_PLUGINS = ['@tkgate/plugin-internal', '@tkgate/plugin-http', '@tkgate/plugin-exec', '@tkgate/plugin-ssh'];
 const staticPlugin = path.join(repoRoot, 'docs/examples/static-plugin.js');
 const redisPlugin = path.join(repoRoot, 'examples/plugin-redis/dist/index.js');
 const committedSchema = path.join(repoRoot, 'config/toolkit.schema.json');
@@ -78,7 +78,7 @@ describe('tkgate schema: the JSON Schema of toolkit files', function () {
   it("is JSON Schema 2020-12 with a description on every key, including each loaded plugin's keys", () => {
     expect(schema.$schema).to.equal('https://json-schema.org/draft/2020-12/schema');
     const endpoint = schema.properties.endpoints.items;
-    expect(endpoint.properties.type.enum).to.deep.equal(['internal', 'http', 'exec', 'static', 'redis']);
+    expect(endpoint.properties.type.enum).to.deep.equal(['internal', 'http', 'exec', 'ssh', 'static', 'redis']);
     const staticKeys = endpoint.allOf.find((branch: any) => branch.if.properties.type.const === 'static').then.properties;
     expect(Object.keys(staticKeys)).to.deep.equal(['value', 'by_group']);
     const undescribed = [...properties(schema, '')]

@@ -83,7 +83,8 @@ export const sshConfigSchema = z
         view_power: z.number().int().optional().describe("Power that sees this endpoint's runs besides their caller (default auth.admin_power)."),
         cancel_power: z.number().int().optional().describe("Power that cancels this endpoint's runs besides their caller (default auth.admin_power)."),
       })
-      .optional(),
+      .optional()
+      .describe("Who besides the caller sees and cancels this endpoint's runs."),
     ssh: z
       .strictObject({
         user: z.string().min(1).max(64).regex(USER, 'must be a user name').optional().describe("The login name on every node (else each node's user)."),
@@ -91,7 +92,11 @@ export const sshConfigSchema = z
         certificate: z
           .strictObject({
             ca_key: secretOr(z.string().min(1)).describe('The CA private key that signs each run\'s certificate: { secret: "env:TKGATE_SSH_CA" }.'),
-            principals: z.array(z.string().regex(PRINCIPAL, 'a principal has no comma, whitespace or control character')).min(1).max(32),
+            principals: z
+              .array(z.string().regex(PRINCIPAL, 'a principal has no comma, whitespace or control character'))
+              .min(1)
+              .max(32)
+              .describe('The principals the certificate names (user names the nodes let it log in as).'),
             valid_for: durationMs
               .refine((ms) => ms >= 60_000, 'must be at least 1m')
               .default(900_000)
