@@ -1,9 +1,10 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
+import { runCli } from '../support/cli.js';
 import { dialects } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
-import type { GatewayProcess } from '../support/gateway-process.js';
+import { writeConfig, type GatewayProcess } from '../support/gateway-process.js';
 import { startInProcess } from '../support/gateway-in-process.js';
 import { call, toolkitClient } from '../support/http.js';
 import { tempDir } from '../support/paths.js';
@@ -259,6 +260,20 @@ for (const dialect of dialects) {
       expect(listed.body.data.nodes).to.have.length(1);
       expect(listed.body.data.nodes[0]).to.include({ name: 'db-1', host_keys_from: 'node', source: inventoryFile });
       expect(JSON.stringify(listed.body.data)).not.to.include('AAAA');
+      // tkgate fleet nodes reads the sources itself, and lists what the route lists.
+      if (dialect === dialects[0]) {
+        const cli = await runCli(['fleet', 'nodes', '--label', 'role=db', '--json', '--config', writeConfig({ ...fleetConfig(), db: s.bed.dbConfig })]);
+        expect(cli.code, cli.stderr).to.equal(0);
+        expect(
+          cli.stdout
+            .trim()
+            .split('\n')
+            .map((text) => JSON.parse(text)),
+        ).to.deep.equal(listed.body.data.nodes);
+        const bad = await runCli(['fleet', 'nodes', '--label', 'role', '--config', writeConfig({ ...fleetConfig(), db: s.bed.dbConfig })]);
+        expect(bad.code).to.equal(2);
+        expect(bad.stderr).to.include('--label role: give it as key=value');
+      }
     });
   });
 }

@@ -3,6 +3,7 @@ export { loadServerConfig, ConfigError, DEFAULT_PLUGINS, configurationReference,
 export type { ServerConfig, LoadConfigOptions } from './config/server-config.js';
 export { withdrawConfigEnvironment } from './config/withdraw-environment.js';
 export { parseDuration } from './config/duration.js';
+export { fleetSettingsOf, type FleetSettings } from './config/fleet-settings.js';
 export { createLogger } from './log.js';
 export type { Logger, LogLevel, LogFields } from './log.js';
 export {
@@ -84,7 +85,6 @@ export type {
   SpanOptions,
   SpanAttributes,
   PluginSecrets,
-  FleetSettings,
   PluginRoute,
   PluginRouteCall,
   NodeSelectionCall,

@@ -8,6 +8,7 @@ import { groupAdd, groupAssoc, groupOverride } from './group.js';
 import { migrate } from './migrate.js';
 import { openapi } from './openapi.js';
 import { notificationsList, notificationsRedeliver } from './notifications.js';
+import { fleetNodes } from './fleet.js';
 import { runsApprove, runsCancel, runsList, runsOutput, runsReject, runsShow } from './runs.js';
 import { schedulesFires, schedulesList, schedulesPause, schedulesPreview, schedulesResume } from './schedules.js';
 import { schema } from './schema.js';
@@ -49,6 +50,7 @@ const all = [
   schedulesResume,
   notificationsList,
   notificationsRedeliver,
+  fleetNodes,
   configCheck,
   openapi,
   schema,
