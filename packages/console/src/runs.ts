@@ -2,6 +2,7 @@
 import { authHeaders, base, call, problem, signedOut } from './api.js';
 import { alert, duration, formatTime, h, labelled, replace, status } from './dom.js';
 import type { PageContext } from './main.js';
+import { fleetSection } from './fleet.js';
 import { followEvents, stripAnsi } from './sse.js';
 
 export interface Run {
@@ -22,6 +23,10 @@ export interface Run {
   /** Who decides a run of an endpoint with an approval, how many must, and until when. */
   approval?: { approvers: { min_power: number | null; group: string | null }; quorum: number; allow_self: boolean; expires_at: string | null } | null;
   dry_run?: { status: string; exit_code: number | null; output: string } | null;
+  /** A fleet run's (docs/fleet.md): how many nodes, their counts by status, the run it reruns. */
+  node_count?: number;
+  node_counts?: Record<string, number>;
+  rerun_of?: string | null;
 }
 
 /** How many approvals a run has of how many it needs: "1 of 2 approvals". */
@@ -146,6 +151,8 @@ export async function runPage({ main, signal }: PageContext, id: string): Promis
           ...(run.signal ? ([['Signal', run.signal]] as const) : []),
           ['Reason', run.reason ?? '—'],
           ...approvalFacts(run),
+          ...(run.node_count !== undefined ? ([['Nodes', String(run.node_count)]] as const) : []),
+          ...(run.rerun_of ? ([['Rerun of', h('a', { href: `#/runs/${encodeURIComponent(run.rerun_of)}` }, run.rerun_of.slice(0, 12))]] as const) : []),
         ] as ReadonlyArray<readonly [string, string | HTMLElement]>
       ).flatMap(([name, value]) => [h('dt', {}, name), h('dd', {}, value)]),
     );
@@ -173,6 +180,8 @@ export async function runPage({ main, signal }: PageContext, id: string): Promis
     await refresh();
   });
   drawFacts();
+  // A fleet run shows its nodes, paged by the server, and one node's output at a time rather than every line.
+  const fleet = run.node_count !== undefined ? fleetSection(id, signal) : undefined;
   replace(
     main,
     h('h1', {}, `Run ${run.id}`),
@@ -181,8 +190,7 @@ export async function runPage({ main, signal }: PageContext, id: string): Promis
     note,
     h('h2', {}, 'Payload'),
     h('pre', { class: 'json', tabindex: '0', 'aria-label': 'payload' }, JSON.stringify(run.payload, null, 2)),
-    h('h2', {}, 'Output'),
-    output,
+    ...(fleet ? fleet.elements : [h('h2', {}, 'Output'), output]),
   );
   let ended = false;
   // Each second the duration moves on; while a cancel is under way the run is read again, in case its end is missed.
@@ -198,6 +206,13 @@ export async function runPage({ main, signal }: PageContext, id: string): Promis
       if (event.event === 'end') {
         ended = true;
         void refresh();
+        fleet?.changed();
+        return;
+      }
+      if (fleet) {
+        // The run-wide stream only says when to read the counts and the page again.
+        if (event.event === 'node') fleet.changed();
+        if (run.status === 'queued' || run.status === 'awaiting_approval') void refresh();
         return;
       }
       if (event.event !== 'stdout' && event.event !== 'stderr') return;

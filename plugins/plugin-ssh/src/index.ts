@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import {
   GatewayError,
   invalidPayload,
@@ -162,6 +163,8 @@ async function runOnFleet(run: DetachedRun<SshConfig>, api: PluginApi, inventory
   if (nodes.length === 0) return { status: 'failed', reason: 'nodes_failed' };
   const { argv } = resolveCall(config, run.context);
   const stop = new AbortController();
+  // Every running node listens for the run's stop: `parallel` of them, more than EventTarget's default warning.
+  setMaxListeners(0, stop.signal);
   const onStop = () => stop.abort(run.signal.reason);
   run.signal.addEventListener('abort', onStop, { once: true });
   const timer = setTimeout(() => stop.abort(RUN_TIMEOUT), config.timeout ?? DEFAULT_RUN_TIMEOUT_MS);
