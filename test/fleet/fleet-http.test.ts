@@ -71,6 +71,7 @@ for (const dialect of dialects) {
           endpoint('slow/{service}', 'echo started; sleep 60', { parallel: 8 }),
           endpoint('nowhere/{service}', 'true', { nodes: { match: { role: 'none' } } }),
           endpoint('few/{service}', 'true', { nodes: { match: { role: 'web' }, max: 2 } }),
+          endpoint('approved/{service}', 'echo "approved $2"', { nodes: { match: { role: 'db' } }, approval: { approvers: { min_power: 50 } } }),
         ],
       });
     });
@@ -222,6 +223,23 @@ for (const dialect of dialects) {
       expect(rerun).to.include({ rerun_of: id, node_count: 8 });
       await call('POST', `${s.gateway.base}/runs/${rerunId}/cancel`, { token });
       await ended(s.gateway.base, rerunId, token);
+    });
+
+    it('shows approvers the node selection, runs once approved, and asks again for a rerun', async () => {
+      const token = await s.login('ann');
+      const vic = await s.login('vic');
+      const reply = await toolkitClient(s.gateway.base, token).post('fleet', 'approved/pg', { note: 'n' });
+      expect(reply.body.data.status).to.equal('awaiting_approval');
+      const id = reply.body.data.run_id as string;
+      const pending = (await call('GET', `${other.base}/runs/${id}`, { token: vic })).body.data;
+      expect(pending.nodes.map((node: { name: string; status: string }) => [node.name, node.status])).to.deep.equal([['db-1', 'pending']]);
+      expect((await call('POST', `${other.base}/runs/${id}/approve`, { token: vic, body: {} })).status).to.equal(200);
+      const run = await ended(s.gateway.base, id, token);
+      expect(run).to.include({ status: 'succeeded' });
+      const again = await call('POST', `${s.gateway.base}/runs/${id}/rerun`, { token, body: { nodes: 'all' } });
+      expect(again.status).to.equal(202);
+      expect(again.body.data.status).to.equal('awaiting_approval');
+      await call('POST', `${s.gateway.base}/runs/${again.body.data.run_id}/cancel`, { token });
     });
 
     it('answers every bad input with its 4xx naming the field', async () => {
