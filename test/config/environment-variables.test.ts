@@ -72,6 +72,9 @@ const SAMPLES: Record<string, { env?: Record<string, string>; text: string; expe
   'tracing.endpoint': { text: 'http://127.0.0.1:4000/v1/traces', expected: 'http://127.0.0.1:4000/v1/traces' },
   'tracing.sample_ratio': { text: '0.25', expected: 0.25 },
   'tracing.service_name': { text: 'gw-eu', expected: 'gw-eu' },
+  'fleet.inventory': { text: '/etc/tkgate/nodes.yaml', expected: [{ file: '/etc/tkgate/nodes.yaml' }] },
+  'fleet.known_hosts': { text: '/etc/tkgate/known_hosts', expected: '/etc/tkgate/known_hosts' },
+  'fleet.view_power': { text: '50', expected: 50 },
 };
 /** Objects taken whole: their secrets have variables of their own (docs/sso.md), the rest belongs in a file. */
 const WHOLE_OBJECTS = ['auth.oidc.providers', 'auth.jwt_issuers', 'notifications.sinks', 'plugin_options'];

@@ -35,12 +35,13 @@ const source = z.union([
 /**
  * `fleet.inventory` (docs/fleet.md, "The inventory"): a list of sources, each checked for its shape here (the nodes they
  * hold are read by the plugin that runs on them). A file's path is relative to the working directory, as every path of
- * the server configuration; `TKGATE_FLEET_INVENTORY` names one file.
+ * the server configuration; `TKGATE_FLEET_INVENTORY` names files (comma-separated).
  */
-export const inventorySourceList = z.preprocess(
-  (value) => (typeof value === 'string' ? (value === '' ? [] : [{ file: value }]) : value),
-  z.array(source).max(100),
-);
+export const inventorySourceList = z.preprocess((value) => {
+  // From the environment: file paths (convict splits a list at its commas).
+  const listed = typeof value === 'string' ? value.split(',') : value;
+  return Array.isArray(listed) ? listed.filter((item) => item !== '').map((item) => (typeof item === 'string' ? { file: item } : item)) : listed;
+}, z.array(source).max(100));
 
 export type InventorySourceSetting = z.infer<typeof inventorySourceList>[number];
 

@@ -181,8 +181,8 @@ const declaration = {
       inventorySourceList,
       'a list of sources, each { file: PATH }, { url: URL, refresh, headers } or { command: [argv], refresh } (docs/fleet.md)',
     ),
-    known_hosts: optionalFile({ doc: "host keys of nodes that have none of their own, in OpenSSH's known_hosts format" }),
-    view_power: integer(-1, { doc: 'power that lists the nodes (GET {base}/fleet/nodes); -1: auth.admin_power' }),
+    known_hosts: optionalFile({ doc: "host keys of nodes that have none of their own, in OpenSSH's known_hosts format", env: 'TKGATE_FLEET_KNOWN_HOSTS' }),
+    view_power: integer(-1, { doc: 'power that lists the nodes (GET {base}/fleet/nodes); -1: auth.admin_power', env: 'TKGATE_FLEET_VIEW_POWER' }),
   },
   toolkits: {
     dir: filePath('./config/toolkits', { doc: 'one file per toolkit (.yaml, .yml or .json)', env: 'TKGATE_TOOLKITS_DIR' }),
