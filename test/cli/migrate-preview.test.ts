@@ -72,13 +72,14 @@ for (const dialect of dialects) {
           'pending       008_toolkit_versions',
           'pending       009_runs',
           'pending       010_run_approvals',
+          'pending       012_run_nodes',
           'pending       013_run_claims',
           'pending       014_schedules',
           'pending       015_notifications',
           'pending       016_trigger_deliveries',
           'pending       tkgate-plugin-notes/001_notes',
           'pending       tkgate-plugin-notes/002_pinned',
-          '16 pending: `tkgate migrate` (or the next start) applies them',
+          '17 pending: `tkgate migrate` (or the next start) applies them',
           '',
         ].join('\n'),
       );
@@ -96,6 +97,7 @@ for (const dialect of dialects) {
         '-- 008_toolkit_versions',
         '-- 009_runs',
         '-- 010_run_approvals',
+        '-- 012_run_nodes',
         '-- 013_run_claims',
         '-- 014_schedules',
         '-- 015_notifications',
@@ -125,7 +127,7 @@ for (const dialect of dialects) {
       expect(planned.length).to.be.greaterThan(10);
 
       const status = await cli('--status');
-      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(16);
+      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(17);
       expect(status.stdout).to.match(/\nup to date\n$/);
       expect((await cli('--dry-run')).stdout).to.equal('-- already up to date: nothing would run\n');
     });
