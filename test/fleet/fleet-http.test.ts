@@ -47,6 +47,7 @@ for (const dialect of dialects) {
     ];
 
     before(async () => {
+      process.env.FLEET_TEST_SECRET_VALUE = 'fleet-secret-value-4711';
       fleet = await startSshdNodes(3);
       // A port nothing listens on at the first node's address: the connection is refused (unreachable).
       unreachablePort = 1;
@@ -71,6 +72,9 @@ for (const dialect of dialects) {
           endpoint('slow/{service}', 'echo started; sleep 60', { parallel: 8 }),
           endpoint('nowhere/{service}', 'true', { nodes: { match: { role: 'none' } } }),
           endpoint('few/{service}', 'true', { nodes: { match: { role: 'web' }, max: 2 } }),
+          endpoint('say/{service}', 'echo "said: $3"', { nodes: { match: { role: 'db' } } }),
+          // Never called: its key's secret is a value the gateway now masks in every output.
+          endpoint('keyed/{service}', 'true', { ssh: { key: { secret: 'env:FLEET_TEST_SECRET_VALUE' } } }),
           endpoint('approved/{service}', 'echo "approved $2"', { nodes: { match: { role: 'db' } }, approval: { approvers: { min_power: 50 } } }),
         ],
       });
@@ -223,6 +227,16 @@ for (const dialect of dialects) {
       expect(rerun).to.include({ rerun_of: id, node_count: 8 });
       await call('POST', `${s.gateway.base}/runs/${rerunId}/cancel`, { token });
       await ended(s.gateway.base, rerunId, token);
+    });
+
+    it("masks the gateway's secret values in a node's output", async () => {
+      const token = await s.login('ann');
+      const reply = await toolkitClient(s.gateway.base, token).post('fleet', 'say/x', { note: 'fleet-secret-value-4711' });
+      const id = reply.body.data.run_id as string;
+      expect(await ended(s.gateway.base, id, token)).to.include({ status: 'succeeded' });
+      const text = await call('GET', `${other.base}/runs/${id}/output`, { token });
+      expect(text.body).to.include('db-1: said: ***\n');
+      expect(text.body).not.to.include('4711');
     });
 
     it('shows approvers the node selection, runs once approved, and asks again for a rerun', async () => {

@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+import { StringDecoder } from 'node:string_decoder';
 import {
   GatewayError,
   invalidPayload,
@@ -162,6 +163,7 @@ async function runOnFleet(run: DetachedRun<SshConfig>, api: PluginApi, inventory
   }
   if (nodes.length === 0) return { status: 'failed', reason: 'nodes_failed' };
   const { argv } = resolveCall(config, run.context);
+  const masks = nodeMasks(run, api);
   const stop = new AbortController();
   // Every running node listens for the run's stop: `parallel` of them, more than EventTarget's default warning.
   setMaxListeners(0, stop.signal);
@@ -187,7 +189,9 @@ async function runOnFleet(run: DetachedRun<SshConfig>, api: PluginApi, inventory
       maxOutputBytes: config.max_output_bytes,
       signal: stop.signal,
       graceMs: run.graceMs,
-      onNodeChange: (state) =>
+      onNodeChange: (state) => {
+        // A node's end: what its masks hold back is its last output, before the end's event.
+        if (state.status !== 'running') masks.end(state.name);
         report({
           name: state.name,
           status: state.status,
@@ -196,8 +200,9 @@ async function runOnFleet(run: DetachedRun<SshConfig>, api: PluginApi, inventory
           reason: state.reason,
           started_at: state.started_at,
           ended_at: state.ended_at,
-        }),
-      onOutput: (node, stream, bytes) => run.output.writeNode?.(node, stream, bytes),
+        });
+      },
+      onOutput: (node, stream, bytes) => masks.write(node, stream, bytes),
       tools,
       log,
     });
@@ -211,6 +216,35 @@ async function runOnFleet(run: DetachedRun<SshConfig>, api: PluginApi, inventory
     clearTimeout(timer);
     run.signal.removeEventListener('abort', onStop);
   }
+}
+
+/**
+ * Each node's stdout and stderr as the run's sink gets them: secret values the gateway handed out masked as `***`
+ * (a value cut across chunks too), as exec's output is (docs/secrets.md).
+ */
+function nodeMasks(run: DetachedRun<SshConfig>, api: PluginApi) {
+  const streams = new Map<string, { mask: ReturnType<PluginApi['secrets']['maskStream']>; decoder: StringDecoder }>();
+  const pass = (node: string, stream: 'stdout' | 'stderr', text: string) => text !== '' && run.output.writeNode?.(node, stream, Buffer.from(text, 'utf8'));
+  const of = (node: string, stream: 'stdout' | 'stderr') => {
+    const key = `${node}\0${stream}`;
+    let entry = streams.get(key);
+    if (!entry) streams.set(key, (entry = { mask: api.secrets.maskStream((text) => pass(node, stream, text)), decoder: new StringDecoder('utf8') }));
+    return entry;
+  };
+  return {
+    write(node: string, stream: 'stdout' | 'stderr', bytes: Buffer) {
+      const entry = of(node, stream);
+      pass(node, stream, entry.mask.push(entry.decoder.write(bytes)));
+    },
+    end(node: string) {
+      for (const stream of ['stdout', 'stderr'] as const) {
+        const entry = streams.get(`${node}\0${stream}`);
+        if (!entry) continue;
+        pass(node, stream, entry.mask.push(entry.decoder.end()) + entry.mask.end());
+        streams.delete(`${node}\0${stream}`);
+      }
+    },
+  };
 }
 
 /** The endpoint's `ssh.key` or `ssh.certificate`, secrets read now (a changed file is read again). */
