@@ -213,6 +213,11 @@ for (const dialect of dialects) {
         const run = (await call('GET', `${other.base}/runs/${id}`, { token })).body.data;
         return run.node_counts?.pending === 0 && run.node_counts.running >= 6 ? run : undefined;
       });
+      // Every running node's command has started (its first line is out): the cancel is the command's, not its login's.
+      await eventually('the commands started', async () => {
+        const text = (await call('GET', `${other.base}/runs/${id}/output`, { token })).body as string;
+        return (text.match(/: started$/gm) ?? []).length >= 6 ? text : undefined;
+      });
       const cancel = await call('POST', `${other.base}/runs/${id}/cancel`, { token });
       expect(cancel.status).to.equal(202);
       const run = await ended(other.base, id, token);
