@@ -87,6 +87,8 @@ export async function runOnNode(options: NodeSessionOptions): Promise<NodeOutcom
   try {
     await dir.write(names.knownHosts, knownHostsText(hops));
     await dir.write(names.config, sshConfigText(hops, options.user, options.identity, files, options, options.sshPath));
+    // A stop while the files were written fires no abort event later: the node ends without a connection.
+    if (options.stop.aborted) return stoppedBeforeStart(options.stop.reason as NodeStop);
     const ended = await session(options, files.config, files.logOf(target.alias));
     const logs = await Promise.all(hops.map((hop) => readFile(files.logOf(hop.alias), 'utf8').catch(() => '')));
     return outcomeOf(ended, logs, hops, log);
@@ -162,6 +164,7 @@ function session(options: NodeSessionOptions, config: string, logFile: string): 
       if (before === undefined && filter.reports.startedGroup !== undefined) {
         clearTimeout(connectTimer);
         options.onStarted?.(filter.reports.startedGroup);
+        if (end.stop) escalate(); // the stop came first: its TERM is already queued before the wrapper's reader
       }
     });
 
@@ -175,19 +178,24 @@ function session(options: NodeSessionOptions, config: string, logFile: string): 
       options.connectTimeoutMs * 2 * options.hops.length,
     );
 
-    const onStop = () => {
-      end.stop = options.stop.reason as NodeStop;
-      if (filter.reports.startedGroup === undefined) {
-        killLocal(); // nothing runs yet; a wrapper that starts anyway sees its stdin end and stops the command
-        return;
-      }
-      tell('TERM');
+    /** The group got TERM: KILL after the grace, and the local ssh killed if it is still there after that. */
+    const escalate = () => {
       end.groupSignal = 'SIGTERM';
       later(options.graceMs(), () => {
         tell('KILL');
         end.groupSignal = 'SIGKILL';
         later(Math.max(KILL_WAIT_MS, options.connectTimeoutMs), killLocal);
       });
+    };
+    // TERM goes into the wrapper's stdin at once, also before the wrapper reported its group: stdin is read in
+    // order, so its reader acts on the line the moment it starts, and a command that starts just after the stop
+    // still ends. Killing the local ssh instead could leave it running: the wrapper's report, written into a
+    // closed connection, ends the wrapper before its reader starts. A node that never reports (still connecting)
+    // ends at its connect timeout.
+    const onStop = () => {
+      end.stop = options.stop.reason as NodeStop;
+      tell('TERM');
+      if (filter.reports.startedGroup !== undefined) escalate();
     };
     options.stop.addEventListener('abort', onStop, { once: true });
 
