@@ -75,6 +75,10 @@ for (const dialect of dialects) {
           endpoint('say/{service}', 'echo "said: $3"', { nodes: { match: { role: 'db' } } }),
           // Never called: its key's secret is a value the gateway now masks in every output.
           endpoint('keyed/{service}', 'true', { ssh: { key: { secret: 'env:FLEET_TEST_SECRET_VALUE' } } }),
+          endpoint('token/{service}', 'echo "token $3" > "$1/token-$(hostname)-$$"', {
+            nodes: { match: { role: 'db' } },
+            client_filter: { allowed_fields: ['note'], required_fields: ['note'], field_rules: { note: { type: 'string', secret: true } } },
+          }),
           endpoint('approved/{service}', 'echo "approved $2"', { nodes: { match: { role: 'db' } }, approval: { approvers: { min_power: 50 } } }),
         ],
       });
@@ -242,6 +246,26 @@ for (const dialect of dialects) {
       const text = await call('GET', `${other.base}/runs/${id}/output`, { token });
       expect(text.body).to.include('db-1: said: ***\n');
       expect(text.body).not.to.include('4711');
+    });
+
+    it("keeps a secret field nowhere, a rerun's replay included: the rerun is 400 naming it until it is sent again", async () => {
+      const token = await s.login('ann');
+      const reply = await toolkitClient(s.gateway.base, token).post('fleet', 'token/x', { note: 'one-time-7781' });
+      const id = reply.body.data.run_id as string;
+      expect(await ended(s.gateway.base, id, token)).to.include({ status: 'succeeded' });
+      const stored = await s.bed.db('runs').where({ id }).first('payload', 'replay');
+      expect(JSON.stringify(stored)).not.to.include('one-time-7781');
+      const without = await call('POST', `${other.base}/runs/${id}/rerun`, { token, body: { nodes: 'all' } });
+      expect(without.status).to.equal(400);
+      expect(without.body.error.code).to.equal('invalid_payload');
+      expect(JSON.stringify(without.body.error.details)).to.include('note');
+      const again = await call('POST', `${other.base}/runs/${id}/rerun`, { token, body: { nodes: 'all', payload: { note: 'one-time-7782' } } });
+      expect(again.status).to.equal(202);
+      expect(await ended(s.gateway.base, again.body.data.run_id as string, token)).to.include({ status: 'succeeded', rerun_of: id });
+      const written = readdirSync(marks('token'))
+        .filter((file) => file.startsWith('token-'))
+        .map((file) => readFileSync(path.join(marks('token'), file), 'utf8').trim());
+      expect(written.sort()).to.deep.equal(['token one-time-7781', 'token one-time-7782']);
     });
 
     it('shows approvers the node selection, runs once approved, and asks again for a rerun', async () => {

@@ -180,6 +180,14 @@ export async function selectRunNodes(
   return {
     names,
     ...(call.rerun?.rerunOf !== undefined ? { rerunOf: call.rerun.rerunOf } : {}),
-    replay: { kind: call.address?.kind ?? '', path: call.address?.path ?? endpoint.path, payload: call.payload },
+    // Secret fields (docs/toolkits.md) are kept nowhere, a rerun's replay included: a rerun sends them again.
+    replay: { kind: call.address?.kind ?? '', path: call.address?.path ?? endpoint.path, payload: withoutSecretFields(call.payload, endpoint) },
   };
+}
+
+/** A payload without the endpoint's secret fields. */
+function withoutSecretFields(payload: Record<string, unknown>, endpoint: CompiledEndpoint): Record<string, unknown> {
+  const secret = endpoint.clientFilter.secretFields;
+  if (!secret) return payload;
+  return Object.fromEntries(Object.entries(payload).filter(([field]) => !secret.has(field)));
 }
