@@ -41,6 +41,7 @@ const receiver = new WebhookReceiver({
   '/flaky': (n) => (n <= 2 ? 500 : 200),
   '/hang': () => 'hang',
   '/redirect': () => 302,
+  '/sched': () => 200,
 });
 await receiver.start();
 
@@ -75,6 +76,10 @@ for (const dialect of dialects) {
           job('approve', succeeds, [{ on: ['run.awaiting_approval'], sink: 'hooks' }], { approval: { approvers: { min_power: 50 } } }),
           job('inherits', leaks, undefined, { env: { TOKEN: 'x' } }),
           job('quiet', succeeds, []),
+          // Its schedule acts as a user that does not exist: every fire fails, and says so (docs/schedules.md).
+          job('nightly', succeeds, [{ on: ['schedule.failed', 'schedule.missed'], sink: 'sched' }], {
+            schedule: [{ name: 'orphan', cron: '*/2 * * * * *', as: 'nobody-here' }],
+          }),
         ],
       },
     });
@@ -93,6 +98,7 @@ for (const dialect of dialects) {
             sink('flaky', '/flaky'),
             sink('hang', '/hang', { timeout: '300ms' }),
             sink('redirect', '/redirect'),
+            sink('sched', '/sched'),
           ],
           retry_base: '50ms',
           max_attempts: 3,
@@ -126,6 +132,32 @@ for (const dialect of dialects) {
       eventually(`the ${sinkName} delivery of run ${id}`, async () =>
         (await deliveries(`?sink=${sinkName}&limit=200`)).find((d) => d.run_id === id && done(d)),
       );
+
+    it("a schedule's failed fire is delivered as schedule.failed, signed, with the fire and its reason", async () => {
+      // The receiver serves every database's suite: the event is one of a fire in this suite's database.
+      const [hook, fire] = await eventually(
+        'a schedule.failed event of a fire in this database',
+        async () => {
+          for (const entry of receiver.at('/sched')) {
+            const delivery = await s.bed
+              .db('notification_deliveries')
+              .where({ id: String(entry.headers['webhook-id']) })
+              .first();
+            if (!delivery) continue;
+            const fireAt = Date.parse(JSON.parse(entry.body).data.schedule.fire_at);
+            const row = await s.bed.db('schedule_fires').where({ schedule_id: 'ops/nightly#orphan', fire_at: fireAt }).first();
+            if (row) return [entry, row] as const;
+          }
+          return undefined;
+        },
+        15_000,
+      );
+      const body = verified(KEY, hook) as any;
+      expect(body.type).to.equal('schedule.failed');
+      expect(body.data.schedule).to.include({ id: 'ops/nightly#orphan', toolkit: 'ops', endpoint: 'nightly' });
+      expect(body.data.schedule.reason).to.include('nobody-here');
+      expect(fire).to.include({ outcome: 'failed' });
+    });
 
     it('a failed run reaches a webhook signed as Standard Webhooks and a Slack message; no secret value or payload in either', async () => {
       const id = await runOf('leaks', { password: PLANTED });

@@ -249,7 +249,16 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     const triggers = new Triggers(db, secrets, users, new SessionCache(freshness));
     const pluginMiddleware = plugins.middleware;
     const internalCalls = new InternalCalls(config.server.base_url);
-    const schedules = new Schedules({ db, registry: toolkits, users, internalCalls, audit, metrics, log });
+    const schedules = new Schedules({
+      db,
+      registry: toolkits,
+      users,
+      internalCalls,
+      audit,
+      metrics,
+      log,
+      ...(notifications && { fireEvents: (trx, event) => notifications.notifyScheduleEvent(trx, event) }),
+    });
     reloadListeners.push(() => schedules.reloaded());
     const app = createApp({
       config,

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Database } from '../db/connect.js';
 import { isUniqueViolation } from '../db/database-errors.js';
 
@@ -33,6 +34,9 @@ const toFire = (row: Record<string, unknown>): FireRow => ({
 /** Statuses of a run that has ended (runs never leave them): docs/runs.md. */
 const ENDED = ['succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'rejected', 'expired'];
 
+/** A write that goes into the same transaction as a fire's outcome. */
+export type AlsoWrite = (trx: Knex.Transaction) => Promise<void>;
+
 /**
  * The tables of db/migrations/014_schedules.ts. The exactly-once rule is `claim`: one INSERT of the fire's
  * primary key `(schedule_id, fire_at)`; a unique violation means another instance (or this one, earlier) has it.
@@ -41,16 +45,18 @@ export class ScheduleStore {
   constructor(private readonly db: Database) {}
 
   /** Inserts the fire; true when this call did (it is ours to fire), false when the row was there. */
-  async claim(scheduleId: string, fireAt: number, outcome: FireOutcome = 'pending', reason: string | null = null): Promise<boolean> {
+  async claim(scheduleId: string, fireAt: number, outcome: FireOutcome = 'pending', reason: string | null = null, also?: AlsoWrite): Promise<boolean> {
     try {
-      await this.db('schedule_fires').insert({
-        schedule_id: scheduleId,
-        fire_at: fireAt,
-        outcome,
-        run_id: null,
-        reason: reason?.slice(0, REASON_MAX) ?? null,
-        created_at: Date.now(),
-      });
+      await this.within(also, (db) =>
+        db('schedule_fires').insert({
+          schedule_id: scheduleId,
+          fire_at: fireAt,
+          outcome,
+          run_id: null,
+          reason: reason?.slice(0, REASON_MAX) ?? null,
+          created_at: Date.now(),
+        }),
+      );
       return true;
     } catch (err) {
       if (isUniqueViolation(err)) return false;
@@ -59,10 +65,24 @@ export class ScheduleStore {
   }
 
   /** Records a claimed fire's end. */
-  async settle(scheduleId: string, fireAt: number, outcome: FireOutcome, runId: string | null, reason: string | null): Promise<void> {
-    await this.db('schedule_fires')
-      .where({ schedule_id: scheduleId, fire_at: fireAt })
-      .update({ outcome, run_id: runId, reason: reason?.slice(0, REASON_MAX) ?? null });
+  async settle(scheduleId: string, fireAt: number, outcome: FireOutcome, runId: string | null, reason: string | null, also?: AlsoWrite): Promise<void> {
+    await this.within(also, (db) =>
+      db('schedule_fires')
+        .where({ schedule_id: scheduleId, fire_at: fireAt })
+        .update({ outcome, run_id: runId, reason: reason?.slice(0, REASON_MAX) ?? null }),
+    );
+  }
+
+  /** A write alone, or with `also` in the same transaction (a notification's outbox row: docs/notifications.md). */
+  private async within(also: AlsoWrite | undefined, write: (db: Database | Knex.Transaction) => PromiseLike<unknown>): Promise<void> {
+    if (!also) {
+      await write(this.db);
+      return;
+    }
+    await this.db.transaction(async (trx) => {
+      await write(trx);
+      await also(trx);
+    });
   }
 
   /** The latest fire time recorded for each of the schedules (none: absent). */

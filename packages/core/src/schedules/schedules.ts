@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import type { InternalAnswer, InternalCalls } from '../auth/internal-calls.js';
 import type { Database } from '../db/connect.js';
@@ -8,7 +9,7 @@ import type { GatewayMetrics } from '../ops/metrics.js';
 import type { CompiledEndpoint, CompiledSchedule } from '../toolkits/compiled-toolkit.js';
 import type { ToolkitRegistry, ToolkitSnapshot } from '../toolkits/toolkit-registry.js';
 import type { UserDirectory } from '../users/user-directory.js';
-import { ScheduleStore, type FireOutcome } from './schedule-store.js';
+import { ScheduleStore, type AlsoWrite, type FireOutcome } from './schedule-store.js';
 
 /**
  * The schedules domain (docs/schedules.md), in this folder:
@@ -59,6 +60,20 @@ export interface SchedulesServices {
   audit: AuditTrail;
   metrics: GatewayMetrics;
   log: Logger;
+  /** A fire's `schedule.missed` or `schedule.failed`, written in the outcome's own transaction (notifications/). */
+  fireEvents?: (trx: Knex.Transaction, event: ScheduleFireEvent) => Promise<void>;
+}
+
+/** What the outbox of notifications is told of a fire that missed or failed. */
+export interface ScheduleFireEvent {
+  type: 'schedule.missed' | 'schedule.failed';
+  schedule: string;
+  toolkit: string;
+  endpoint: string;
+  method: string;
+  fireAt: number;
+  reason: string | null;
+  at: number;
 }
 
 /** How a fire's call ended, as its outcome and reason. */
@@ -223,7 +238,8 @@ export class Schedules {
     const reason =
       schedule.missed === 'skip' ? 'missed: skip (the gateway was down)' : 'the gateway was down (only the latest missed fire within missed_window is made up)';
     for (const missed of older)
-      if (missed !== makeUp && (await this.store.claim(schedule.id, missed, 'missed', reason))) this.recorded(followed, missed, 'missed', null, reason, false);
+      if (missed !== makeUp && (await this.store.claim(schedule.id, missed, 'missed', reason, this.eventOf(followed, 'schedule.missed', missed, reason))))
+        this.recorded(followed, missed, 'missed', null, reason, false);
     if (followed.unlisted !== 0)
       this.s.log.warn('schedule: older missed fires not recorded one by one', {
         schedule: schedule.id,
@@ -298,8 +314,18 @@ export class Schedules {
   }
 
   private async end(followed: Followed, at: number, outcome: FireOutcome, runId: string | null, reason: string | null, madeUp = false): Promise<void> {
-    await this.store.settle(followed.schedule.id, at, outcome, runId, reason);
+    const event = outcome === 'failed' ? this.eventOf(followed, 'schedule.failed', at, reason) : undefined;
+    await this.store.settle(followed.schedule.id, at, outcome, runId, reason, event);
     this.recorded(followed, at, outcome, runId, reason, madeUp);
+  }
+
+  /** The outbox write of a missed or failed fire, when notifications are configured. */
+  private eventOf(followed: Followed, type: ScheduleFireEvent['type'], fireAt: number, reason: string | null): AlsoWrite | undefined {
+    const write = this.s.fireEvents;
+    if (!write) return undefined;
+    const { schedule, endpoint } = followed;
+    const method = endpoint.methods.includes('POST') ? 'POST' : endpoint.methods[0]!;
+    return (trx) => write(trx, { type, schedule: schedule.id, toolkit: endpoint.toolkit, endpoint: endpoint.path, method, fireAt, reason, at: Date.now() });
   }
 
   /** A fire's outcome, counted and audited (`schedule_fire`, actor `schedule`), its failure logged. */
