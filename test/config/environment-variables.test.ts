@@ -45,6 +45,8 @@ const SAMPLES: Record<string, { env?: Record<string, string>; text: string; expe
   'runs.cancel_grace': { text: '3s', expected: 3_000 },
   'runs.drain_timeout': { text: '1m', expected: 60_000 },
   'runs.retention': { text: '7d', expected: 604_800_000 },
+  'runs.max_followers_per_run': { text: '50', expected: 50 },
+  'runs.max_followers_per_user': { text: '10', expected: 10 },
   'runs.poll_interval': { text: '5s', expected: 5_000 },
   'runs.wakeups': { env: { TKGATE_REDIS_URL: 'redis://127.0.0.1:6379/0' }, text: 'redis', expected: 'redis' },
   'redis.url': { text: 'redis://127.0.0.1:6379/2', expected: 'redis://127.0.0.1:6379/2' },
