@@ -20,6 +20,7 @@ const WORKSPACES = [
   'plugins/plugin-internal',
   'plugins/plugin-http',
   'plugins/plugin-exec',
+  'plugins/plugin-ssh',
   'examples/plugin-template',
 ];
 

@@ -96,7 +96,7 @@ for (const dialect of dialects) {
           const result = await runWithin([...command, '--config', config(['@tkgate/plugin-internal', plugin])]);
           expect(result.code, result.stderr).to.equal(1);
           expect(result.stderr.trim().split('\n')).to.have.length(1);
-          expect(result.stderr).to.match(new RegExp(`needs plugin API ${wanted}; this tkgate has plugin API 1\\.5`));
+          expect(result.stderr).to.match(new RegExp(`needs plugin API ${wanted}; this tkgate has plugin API 1\\.6`));
         }
       });
 

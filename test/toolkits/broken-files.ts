@@ -83,7 +83,7 @@ BROKEN.push(
     file: 'type-typo.yaml',
     text: kit('type-typo', ep('method: GET\ntype: intenal\nhandler: echo\n')),
     problems: [
-      [6, 11, 'endpoints.0.type', 'GET items/search', 'unknown endpoint type intenal (loaded: internal, http, exec, probe)', 'did you mean internal?'],
+      [6, 11, 'endpoints.0.type', 'GET items/search', 'unknown endpoint type intenal (loaded: internal, http, exec, ssh, probe)', 'did you mean internal?'],
     ],
     editor: 'rejects',
   },
@@ -402,7 +402,7 @@ BROKEN.push(
     file: 'list.yaml',
     text: '- name: list\n  type: app\n',
     problems: [
-      [1, 1, '', null, 'must be a mapping (key: value), not a list', 'A toolkit: one file in toolkits.dir. Endpoint types: internal, http, exec, probe.'],
+      [1, 1, '', null, 'must be a mapping (key: value), not a list', 'A toolkit: one file in toolkits.dir. Endpoint types: internal, http, exec, ssh, probe.'],
     ],
     editor: 'rejects',
   },

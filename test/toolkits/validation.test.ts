@@ -28,7 +28,7 @@ const broken: Array<[string, ToolkitDoc | string, string, RegExp]> = [
     'unknown-type.yaml',
     toolkit('a6', [{ path: 'x', method: 'GET', type: 'ftp' }]),
     'endpoints.0.type',
-    /unknown endpoint type ftp \(loaded: internal, http, exec, probe\)/,
+    /unknown endpoint type ftp \(loaded: internal, http, exec, ssh, probe\)/,
   ],
   ['bad-method.yaml', toolkit('a7', [internal({ method: 'DELETE' })]), 'endpoints.0.method', /.+/],
   [
