@@ -1,3 +1,4 @@
+import type { ScheduleFireEvent } from '../schedules/schedules.js';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { Knex } from 'knex';
@@ -40,17 +41,8 @@ export interface NotificationServices {
   instance: string;
 }
 
-/** A schedule's event (`schedule.missed`, `schedule.failed`) for `notifyScheduleEvent`. */
-export interface ScheduleEvent {
-  type: 'schedule.missed' | 'schedule.failed';
-  schedule: string;
-  toolkit: string;
-  endpoint: string;
-  method: string;
-  fireAt: number;
-  reason: string | null;
-  at: number;
-}
+/** A schedule's event (`schedule.missed`, `schedule.failed`) for `notifyScheduleEvent`: what schedules/ hands over. */
+export type ScheduleEvent = ScheduleFireEvent;
 
 /** A streak's row: one per rule (its sink) and endpoint. */
 const streakKey = (run: Pick<RunRow, 'toolkit' | 'endpoint' | 'method'>, rule: CompiledNotifyRule): string =>
