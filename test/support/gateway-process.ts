@@ -40,9 +40,20 @@ export function writeConfig(config: Record<string, unknown>, dir = tempDir(), fo
  */
 export const gatewayDefaults = () => ({ server: { port: 0 }, toolkits: { dir: tempDir('tkgate-toolkits-'), watch: false }, metrics: { port: 0 } });
 
+/**
+ * The defaults under a suite's config; `server` and `metrics` merged key by key, so a suite that sets
+ * `server.workers` still listens on a free port (a whole `server` object once replaced port 0 with 8080, which
+ * another suite may hold).
+ */
+function withDefaults(config: Record<string, unknown>): Record<string, unknown> {
+  const defaults = gatewayDefaults();
+  const section = (key: 'server' | 'metrics') => ({ ...defaults[key], ...(config[key] as Record<string, unknown> | undefined) });
+  return { ...defaults, ...config, server: section('server'), metrics: section('metrics') };
+}
+
 export function startGateway({ config, env = {}, cwd, extraArgs = [], format, command, user }: StartOptions): Promise<GatewayProcess> {
   const dir = cwd ?? tempDir();
-  const args = command ?? [tkgateBin, 'start', '--config', writeConfig({ ...gatewayDefaults(), ...config }, dir, format), ...extraArgs];
+  const args = command ?? [tkgateBin, 'start', '--config', writeConfig(withDefaults(config), dir, format), ...extraArgs];
   const child = spawn(process.execPath, args, {
     cwd: dir,
     env: { ...process.env, ...env },
