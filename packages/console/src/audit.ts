@@ -1,5 +1,5 @@
 /** Audit (callers with auth.admin_power): the trail filtered by user, action, toolkit and time; paging. */
-import { formatTime, h, labelled, replace } from './dom.js';
+import { filterForm, formatTime, h, replace } from './dom.js';
 import { pagedLog } from './paged-log.js';
 import type { PageContext } from './main.js';
 
@@ -53,20 +53,17 @@ export async function auditPage({ main }: PageContext): Promise<void> {
       ),
     );
   const { load, filter } = pagedLog({ path: '/admin/audit', inputs, entries: 'events', render }, older, newer, results);
-  const form = h(
-    'form',
-    { class: 'filters', role: 'search', 'aria-label': 'Filter the audit trail' },
-    labelled('User', inputs.user),
-    labelled('Action', inputs.action),
-    labelled('Toolkit', inputs.toolkit),
-    labelled('Since', inputs.since),
-    labelled('Until', inputs.until),
-    h('button', { type: 'submit' }, 'Filter'),
+  const form = filterForm(
+    'Filter the audit trail',
+    [
+      ['User', inputs.user],
+      ['Action', inputs.action],
+      ['Toolkit', inputs.toolkit],
+      ['Since', inputs.since],
+      ['Until', inputs.until],
+    ],
+    () => void filter(),
   );
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    void filter();
-  });
   replace(main, h('h1', {}, 'Audit'), form, results, h('div', { class: 'actions' }, newer, older));
   await load();
 }

@@ -41,6 +41,18 @@ export function labelled(label: string, control: HTMLElement, note?: string): HT
   return h('div', { class: 'field' }, h('label', { for: control.id }, label), control, note ? h('span', { class: 'note' }, note) : null);
 }
 
+/** A list's filter form (a search landmark): each control labelled, a Filter button, `onFilter` on submit. */
+export function filterForm(name: string, controls: Array<[label: string, control: HTMLElement]>, onFilter: () => void): HTMLFormElement {
+  const form = h(
+    'form',
+    { class: 'filters', role: 'search', 'aria-label': name },
+    ...controls.map(([label, control]) => labelled(label, control)),
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+  form.addEventListener('submit', (event) => (event.preventDefault(), onFilter()));
+  return form;
+}
+
 export const formatTime = (iso: string | null | undefined): string => (iso ? new Date(iso).toLocaleString() : '—');
 
 export function duration(from: string | null | undefined, to: string | null | undefined): string {

@@ -1,6 +1,6 @@
 /** Notifications (callers with auth.admin_power): the delivery log with each delivery's attempts, and redeliver. */
 import { call, problem } from './api.js';
-import { formatTime, h, labelled, replace, status } from './dom.js';
+import { filterForm, formatTime, h, replace, status } from './dom.js';
 import { pagedLog } from './paged-log.js';
 import type { PageContext } from './main.js';
 
@@ -74,18 +74,15 @@ export async function notificationsPage({ main }: PageContext): Promise<void> {
       h('tbody', {}, ...deliveries.map(row)),
     );
   const { load, filter } = pagedLog({ path: '/admin/notifications', inputs, entries: 'deliveries', render }, older, newer, results);
-  const form = h(
-    'form',
-    { class: 'filters', role: 'search', 'aria-label': 'Filter the delivery log' },
-    labelled('Status', inputs.status),
-    labelled('Sink', inputs.sink),
-    labelled('Event', inputs.event),
-    h('button', { type: 'submit' }, 'Filter'),
+  const form = filterForm(
+    'Filter the delivery log',
+    [
+      ['Status', inputs.status],
+      ['Sink', inputs.sink],
+      ['Event', inputs.event],
+    ],
+    () => void filter(),
   );
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    void filter();
-  });
   replace(main, h('h1', {}, 'Notifications'), form, note, results, h('div', { class: 'actions' }, newer, older));
   await load();
 }

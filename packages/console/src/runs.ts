@@ -1,6 +1,6 @@
 /** Runs: the caller's runs and those they may see, filterable; a run's page with its live output (SSE). */
 import { authHeaders, base, call, problem, signedOut } from './api.js';
-import { alert, duration, formatTime, h, labelled, replace, status } from './dom.js';
+import { alert, duration, filterForm, formatTime, h, replace, status } from './dom.js';
 import type { PageContext } from './main.js';
 import { fleetSection } from './fleet.js';
 import { followEvents, stripAnsi } from './sse.js';
@@ -112,16 +112,16 @@ export async function runsPage({ main }: PageContext): Promise<void> {
     more.hidden = !cursor;
     replace(results, shown.length === 0 ? h('p', {}, 'No runs.') : runTable(shown, `${shown.length} runs, newest first`));
   };
-  const filters = h(
-    'form',
-    { class: 'filters', role: 'search', 'aria-label': 'Filter runs' },
-    labelled('Toolkit', toolkit),
-    labelled('Endpoint', endpoint),
-    labelled('User', user),
-    labelled('Status', state),
-    h('button', { type: 'submit' }, 'Filter'),
+  const filters = filterForm(
+    'Filter runs',
+    [
+      ['Toolkit', toolkit],
+      ['Endpoint', endpoint],
+      ['User', user],
+      ['Status', state],
+    ],
+    () => void load(true),
   );
-  filters.addEventListener('submit', (event) => (event.preventDefault(), void load(true)));
   more.addEventListener('click', () => void load(false));
   replace(main, h('h1', {}, 'Runs'), filters, results, more);
   await load(true);

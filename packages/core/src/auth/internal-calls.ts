@@ -1,6 +1,7 @@
 import type { IncomingMessage, RequestListener } from 'node:http';
 import { inject } from 'light-my-request';
 import type { Authenticated } from './authenticate.js';
+import type { EndpointCall } from '../parameters/field-choices.js';
 
 /** What a run an internal call starts carries beyond the call itself (runs/run-commands.ts reads it). */
 export interface InternalRunOptions {
@@ -19,21 +20,8 @@ export interface InternalCaller {
   run?: InternalRunOptions;
 }
 
-/** A call of one of the gateway's own toolkit endpoints. */
-export interface InternalCall {
-  kind: string;
-  toolkit: string;
-  /** The endpoint path as a client sends it (a template's values filled in), without the leading `/`. */
-  path: string;
-  method: string;
-  /** The JSON body of a POST, PUT or PATCH. */
-  payload?: Readonly<Record<string, unknown>>;
-  /** The query string's parameters (a GET's payload). */
-  query?: Readonly<Record<string, string>>;
-  as: InternalCaller;
-  /** The request id of the request or fire the call is made for (X-Request-Id: the access lines and the run link them). */
-  requestId?: string;
-}
+/** A call of one of the gateway's own toolkit endpoints, as an internal caller. */
+export type InternalCall = EndpointCall<InternalCaller>;
 
 /** The answer of an internal call: its status, and its body as JSON (the envelope), or undefined for another body. */
 export interface InternalAnswer {

@@ -7,20 +7,27 @@ export interface Choice {
   label: string;
 }
 
-/** A call of one of the gateway's own endpoints as a given caller (auth/internal-calls.ts is one). */
-export interface ChoicesCall<As> {
+/**
+ * A call of one of the gateway's own toolkit endpoints, made as `as` (auth/internal-calls.ts's InternalCall is it,
+ * with its caller): declared here, the lower layer, so that a field's choices can be fetched through it.
+ */
+export interface EndpointCall<As> {
   kind: string;
   toolkit: string;
+  /** The endpoint path as a client sends it (a template's values filled in), without the leading `/`. */
   path: string;
   method: string;
+  /** The JSON body of a POST, PUT or PATCH. */
   payload?: Readonly<Record<string, unknown>>;
+  /** The query string's parameters (a GET's payload). */
   query?: Readonly<Record<string, string>>;
   as: As;
+  /** The request id of the request or fire the call is made for (X-Request-Id: the access lines and the run link them). */
   requestId?: string;
 }
 
 export interface ChoicesCaller<As> {
-  call(call: ChoicesCall<As>): Promise<{ status: number; body: unknown }>;
+  call(call: EndpointCall<As>): Promise<{ status: number; body: unknown }>;
 }
 
 /** Who asks: the identity the call is made as, and the key its choices are cached under (one per caller and credential). */
