@@ -12,7 +12,7 @@ import { SseFollower } from '../support/sse-client.js';
 import { startSshdNodes, type SshdFleet } from '../support/sshd-nodes.js';
 import { withGateway } from '../support/suite.js';
 import { pluginsWithTestFunctions, writeToolkit } from '../support/toolkit-files.js';
-import { nodeOn } from './fleet-support.js';
+import { fleetEndpoint, nodeOn } from './fleet-support.js';
 
 /**
  * Marks where and how many at once: a file per running command in $1/running (counted into $1/concurrency), the
@@ -52,18 +52,8 @@ for (const dialect of dialects) {
       // A port nothing listens on at the first node's address: the connection is refused (unreachable).
       unreachablePort = 1;
       writeFileSync(inventoryFile, JSON.stringify(nodesWith(unreachablePort)));
-      const ssh = { certificate: { ca_key: { secret: `file:${path.join(fleet.dir, 'ca_ed25519')}` }, principals: [fleet.user], valid_for: '5m' } };
-      const endpoint = (pathName: string, script: string, extra: Record<string, unknown> = {}) => ({
-        path: pathName,
-        method: 'POST',
-        type: 'ssh',
-        nodes: { match: { role: 'web' }, max: 10 },
-        command: ['sh', '-c', script, 'sh', marks(pathName.split('/')[0]!), '$path.service', '$payload.note'],
-        context: 'none',
-        connect_timeout: '2s',
-        ssh,
-        ...extra,
-      });
+      const endpoint = (pathName: string, script: string, extra: Record<string, unknown> = {}) =>
+        fleetEndpoint(fleet, pathName, ['sh', '-c', script, 'sh', marks(pathName.split('/')[0]!), '$path.service', '$payload.note'], extra);
       writeToolkit(toolkits, 'fleet.yaml', {
         name: 'fleet',
         type: 'app',
@@ -177,6 +167,10 @@ for (const dialect of dialects) {
       const page2 = await call('GET', `${s.gateway.base}/runs/${id}/nodes?limit=5&cursor=${page1.body.data.next_cursor}`, { token });
       expect(page2.body.data.next_cursor).to.equal(null);
       expect([...page1.body.data.nodes, ...page2.body.data.nodes].map((node: { name: string }) => node.name)).to.deep.equal(Object.keys(byName).sort());
+      // A page that ends at the last node says so: no cursor to an empty page.
+      const whole = await call('GET', `${s.gateway.base}/runs/${id}/nodes?limit=${Object.keys(byName).length}`, { token });
+      expect(whole.body.data.nodes).to.have.length(Object.keys(byName).length);
+      expect(whole.body.data.next_cursor).to.equal(null);
 
       // The two nodes come back (the inventory is edited and hot-reloaded); a rerun from the other instance takes only them.
       writeFileSync(

@@ -34,6 +34,24 @@ export function nodeOn(fleet: SshdFleet, server: number, name: string, extra: Re
   return { name, host: sshd.address, port: sshd.port, user: fleet.user, host_key: sshd.firstHostKey, labels: { server: String(server) }, ...extra };
 }
 
+/**
+ * An `ssh` endpoint of a test toolkit: POST, on the nodes labelled role=web (at most 10), the request context not
+ * sent, a 2 s connect timeout, logging in with a certificate of the fleet's CA for its user.
+ */
+export function fleetEndpoint(fleet: SshdFleet, pathName: string, command: readonly string[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    path: pathName,
+    method: 'POST',
+    type: 'ssh',
+    nodes: { match: { role: 'web' }, max: 10 },
+    command,
+    context: 'none',
+    connect_timeout: '2s',
+    ssh: { certificate: { ca_key: { secret: `file:${path.join(fleet.dir, 'ca_ed25519')}` }, principals: [fleet.user], valid_for: '5m' } },
+    ...extra,
+  };
+}
+
 /** An inventory of these nodes, read from a file as the gateway reads it. */
 export async function inventoryOf(dir: string, nodes: ReadonlyArray<Record<string, unknown>>, knownHosts?: string): Promise<InventorySnapshot> {
   const file = path.join(dir, `inventory-${Math.random().toString(36).slice(2)}.json`);

@@ -55,6 +55,9 @@ export interface RunningGateway {
   readonly port: number;
   readonly sessions: SessionStore;
   readonly toolkits: ToolkitRegistry;
+  /** The runs domain and the users: what the CLI's `runs rerun` calls on an `offline` gateway. */
+  readonly runs: Runs;
+  readonly users: UserDirectory;
   /** SIGHUP: rescans the toolkit files as the watcher would and logs the result, and reloads the TLS certificate. */
   rescan(reason: string): Promise<ReloadOutcome>;
   /** /readyz turns 503, then (after server.shutdown_delay) stops accepting, lets in-flight requests finish, flushes session writes, closes the database. */
@@ -76,6 +79,12 @@ export interface GatewayOptions {
   worker?: { id: number; first: boolean; databaseReady?: (onAwaited: () => Promise<void>) => Promise<void> };
   /** The web console's built files (docs/console.md); by default `dist/public` of `@tkgate/console`. */
   consoleDir?: string;
+  /**
+   * The CLI's gateway (`tkgate runs rerun`): the whole request path, for one internal call, but none of an
+   * instance's own work: it claims no run (the gateway instances do, woken as usual), fires no schedule, delivers no
+   * notification and leaves the sessions as they are.
+   */
+  offline?: boolean;
 }
 
 /** The start was cancelled by a signal before the gateway served. */
@@ -222,7 +231,7 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     const version = reads.dataVersion();
     const freshness = version === undefined ? trustFor(policy.cacheTtlMs) : trustUntilChanged(() => reads.dataVersion()!);
     const sessions = new SessionStore(policy, table, new SessionCache(freshness), log);
-    if (!options.worker) await database(announceSessions(db, config, log));
+    if (!options.worker && !options.offline) await database(announceSessions(db, config, log));
     cleanups.push(() => sessions.flush());
     // API keys are checked as sessions are: one indexed read, trusted as long as a session read (docs/scaling.md, "What each process caches").
     const apiKeys = new ApiKeyStore(new ApiKeyTable(db, reads), new SessionCache(freshness), policy.idleTimeoutMs / 10, log);
@@ -238,7 +247,8 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
 
     const wakeups = await openWakeups(config, log);
     cleanups.push(() => wakeups.close());
-    const runs = new Runs({ config, db, registry: toolkits, log, audit, metrics, wakeups });
+    const internalCalls = new InternalCalls(config.server.base_url);
+    const runs = new Runs({ config, db, registry: toolkits, log, audit, metrics, wakeups, internalCalls, ...(options.offline && { claims: false }) });
     const notifications = await Notifications.open({ config, db, registry: toolkits, log, metrics, secrets, instance: runs.instance });
     notifications?.attach(runs.transitions);
 
@@ -248,7 +258,6 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     // Triggers' `as` users likewise.
     const triggers = new Triggers(db, secrets, users, new SessionCache(freshness));
     const pluginMiddleware = plugins.middleware;
-    const internalCalls = new InternalCalls(config.server.base_url);
     const schedules = new Schedules({
       db,
       registry: toolkits,
@@ -294,15 +303,17 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
     cleanups.push(() => drain(server, log));
     // Undone before the listener drains: running runs get runs.drain_timeout, and followers' streams end.
     // Stopped after the runs (cleanups run in reverse): the ends of runs the stop drains are delivered meanwhile or by the next start.
-    if (notifications) {
+    if (notifications && !options.offline) {
       notifications.start();
       cleanups.push(() => notifications.stop());
     }
-    runs.start();
+    if (!options.offline) runs.start();
     cleanups.push(() => runs.stop());
     // Stopped before runs are: no fire starts a run while they drain.
-    await database(schedules.start());
-    cleanups.push(() => schedules.stop());
+    if (!options.offline) {
+      await database(schedules.start());
+      cleanups.push(() => schedules.stop());
+    }
     checkpoint();
 
     if (metrics.registry && options.worker) await answerPrimaryScrapes(metrics.registry);
@@ -330,6 +341,8 @@ export async function startGateway(config: ServerConfig, given: Logger, options:
       port,
       sessions,
       toolkits,
+      runs,
+      users,
       rescan: async (reason) => {
         await listener.reloadCertificate(reason);
         const outcome = await toolkits.rescan(reason);

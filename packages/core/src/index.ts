@@ -99,7 +99,7 @@ export type { ColumnType, ColumnKind } from './db/column-types.js';
 export { jsonDepthExceeds } from './json/json-limits.js';
 export { RunStore } from './runs/run-store.js';
 export { offlineRunCommands } from './runs/offline-commands.js';
-export { OPERATOR as RUN_OPERATOR } from './runs/run-commands.js';
+export { OPERATOR as RUN_OPERATOR, rerunAsked, type RerunAsked } from './runs/run-commands.js';
 export { commentProblem } from './runs/approvals/approval-deciders.js';
 export { ScheduleStore } from './schedules/schedule-store.js';
 export {

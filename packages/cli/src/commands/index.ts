@@ -9,7 +9,7 @@ import { migrate } from './migrate.js';
 import { openapi } from './openapi.js';
 import { notificationsList, notificationsRedeliver } from './notifications.js';
 import { fleetNodes } from './fleet.js';
-import { runsApprove, runsCancel, runsList, runsOutput, runsReject, runsShow } from './runs.js';
+import { runsApprove, runsCancel, runsList, runsOutput, runsReject, runsRerun, runsShow } from './runs.js';
 import { schedulesFires, schedulesList, schedulesPause, schedulesPreview, schedulesResume } from './schedules.js';
 import { schema } from './schema.js';
 import { sessionsClear } from './sessions.js';
@@ -43,6 +43,7 @@ const all = [
   runsCancel,
   runsApprove,
   runsReject,
+  runsRerun,
   schedulesList,
   schedulesPreview,
   schedulesFires,

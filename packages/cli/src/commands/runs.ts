@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   commentProblem,
   createLogger,
@@ -8,7 +9,9 @@ import {
   RUN_OPERATOR,
   RUN_STATUSES,
   RunStore,
+  rerunAsked,
   runData,
+  startGateway,
   withLoadedToolkits,
   type RunRow,
 } from '@tkgate/core';
@@ -149,3 +152,99 @@ function decision(decision: 'approve' | 'reject'): Command {
 
 export const runsApprove = decision('approve');
 export const runsReject = decision('reject');
+
+/** `--payload JSON` and `--param NAME=VALUE` of `runs rerun`: the fields sent again (secret fields), params over JSON. */
+function rerunPayload(values: Record<string, unknown>): Record<string, unknown> {
+  let payload: Record<string, unknown> = {};
+  if (typeof values.payload === 'string') {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(values.payload);
+    } catch {
+      throw new UsageError('--payload must be a JSON object, e.g. \'{"token": "…"}\'');
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError('--payload must be a JSON object');
+    payload = parsed as Record<string, unknown>;
+  }
+  const params = values.param;
+  for (const text of Array.isArray(params) ? (params as string[]) : typeof params === 'string' ? [params] : []) {
+    const at = text.indexOf('=');
+    if (at < 1) throw new UsageError(`--param ${text.split('=')[0]}: give it as name=value`);
+    payload[text.slice(0, at)] = text.slice(at + 1);
+  }
+  return payload;
+}
+
+/** A refused rerun call as the CLI says it: `run ID: rerun refused (400 invalid_payload): message [fields]`. */
+function refusal(id: string, answer: { status: number; body: unknown }): Error {
+  const error = (answer.body as { error?: { code?: string; message?: string; details?: unknown } } | undefined)?.error;
+  // invalid_payload's details are its field problems: named, as the route's answer names them.
+  const problems = Array.isArray(error?.details) ? (error.details as Array<{ field?: string; message?: string }>) : [];
+  const fields = problems.length > 0 ? `: ${problems.map((problem) => `${problem.field} (${problem.message})`).join('; ')}` : '';
+  return new Error(`run ${id}: rerun refused (${answer.status} ${error?.code ?? 'error'}): ${error?.message ?? 'no answer'}${fields}`);
+}
+
+/**
+ * `runs rerun ID [--all]`: RunCommands.rerun, the route's command, as the operator (actor cli) through the
+ * gateway's own request path, started here without claiming runs (an instance of the gateway runs the new run):
+ * the endpoint is called again as the run's own user, so its permission, its payload rules (a secret field missing
+ * is refused naming it), its approval (asked again) and its queue hold as for any call.
+ */
+export const runsRerun: Command = {
+  name: 'runs rerun',
+  usage: 'runs rerun ID [--all] [--payload JSON] [--param NAME=VALUE]...',
+  summary:
+    "rerun a fleet run's failed, timed-out, cancelled and skipped nodes (--all: every node) as a new run (actor cli); " +
+    'secret fields are sent again with --payload or --param',
+  options: { all: { type: 'boolean' }, payload: { type: 'string' }, param: { type: 'string', multiple: true } },
+  operands: { min: 1, max: 1 },
+  async run({ values, operands: [id] }) {
+    const asked = asOperatorInput(() =>
+      rerunAsked({ nodes: values.all === true ? 'all' : 'failed', payload: rerunPayload(values as Record<string, unknown>) }),
+    );
+    // The request path only: nothing listens where the gateway does, nothing is measured, no file is watched.
+    const config = configFrom(values, {
+      'server.host': '127.0.0.1',
+      'server.port': 0,
+      'server.shutdown_delay': '0s',
+      'server.workers': 1,
+      'metrics.enabled': false,
+      'toolkits.watch': false,
+    });
+    const log = createLogger('error', (line) => process.stderr.write(line + '\n'));
+    const gateway = await startGateway(config, log, { offline: true });
+    try {
+      const run = await found(gateway.runs.store, id!);
+      const user = run.user_id === null ? undefined : await gateway.users.findCaller(run.user_id);
+      if (!user || user.disabled)
+        throw new Error(`run ${id}: its user ${run.username ?? '-'} ${user ? 'is disabled' : 'no longer exists'}: a rerun calls as that user`);
+      const answer = await gateway.runs.commands
+        .rerun(run, asked, {
+          authenticated: { caller: user, credential: { kind: 'cli', id: 'cli' } },
+          actor: { kind: 'cli' },
+          requestId: `cli-${randomBytes(8).toString('hex')}`,
+        })
+        .catch((err: unknown) => {
+          // The route's 409 as the CLI says it: its message, code and reason.
+          if (!(err instanceof GatewayError)) throw err;
+          const reason = (err.details as { reason?: string } | undefined)?.reason;
+          throw new Error(`run ${id}: ${err.message} (${err.code}${reason ? `: ${reason}` : ''})`, { cause: err });
+        });
+      if (answer.status !== 202) throw refusal(id!, answer);
+      const data = (answer.body as { data: { run_id: string; status: string } }).data;
+      process.stdout.write(`run ${data.run_id}: ${data.status} (rerun of ${id}, ${asked.nodes === 'all' ? 'every node' : 'its failed nodes'})\n`);
+    } finally {
+      await gateway.stop();
+    }
+  },
+};
+
+/** A rerun's flags checked as the route checks its body: a UsageError naming the field. */
+function asOperatorInput<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof GatewayError) throw new UsageError(err.message, { cause: err });
+    throw err;
+  }
+}

@@ -1,13 +1,13 @@
 import type { AuthenticatedState } from '../auth/authenticate.js';
-import type { InternalCalls } from '../auth/internal-calls.js';
 import type { ServerConfig } from '../config/server-config.js';
-import { coreError, invalidPayload, type FieldProblem } from '../errors.js';
+import { invalidPayload, type FieldProblem } from '../errors.js';
 import type { GatewayContext } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
 import type { Stage } from '../http/stage.js';
 import type { RunNodeStatus } from '../plugins/plugin-api.js';
-import { ENDED_STATUSES, runLinks, type RunRow } from './run-record.js';
-import { NODE_STATUSES, NODES_IN_RUN, RERUN_STATUSES } from './run-nodes.js';
+import { runLinks, type RunRow } from './run-record.js';
+import { rerunAsked, type RunCommands } from './run-commands.js';
+import { NODE_STATUSES, NODES_IN_RUN } from './run-nodes.js';
 import { sseEvent } from './output/run-sse.js';
 import type { OutputChunk } from './run-store.js';
 import type { RunNodes } from './run-nodes.js';
@@ -77,7 +77,7 @@ export function plainText(chunks: readonly OutputChunk[], node: string | undefin
 export interface NodeRoutesServices {
   config: ServerConfig;
   nodes: RunNodes;
-  internalCalls?: InternalCalls;
+  commands: Pick<RunCommands, 'rerun'>;
 }
 
 /** `GET runs/{id}/nodes?status=&limit=&cursor=`: a page of a run's nodes by name (keyset: the cursor is the last name). */
@@ -100,57 +100,32 @@ export function nodePage(s: NodeRoutesServices): Stage<RunState> {
       problems.push({ field: 'cursor', rule: 'format', message: 'cursor must be a next_cursor of an earlier page' });
     if (problems.length > 0) throw invalidPayload(problems, 'the query string is invalid');
     const { run } = ctx.state;
-    const nodes =
+    // One row beyond the page says whether another follows: the last page has no cursor to an empty one.
+    const read =
       run.node_count === null
         ? []
-        : await s.nodes.page(run.id, { limit, ...(status ? { status: status as RunNodeStatus } : {}), ...(after !== undefined ? { after } : {}) });
-    const last = nodes.length === limit ? nodes.at(-1) : undefined;
+        : await s.nodes.page(run.id, { limit: limit + 1, ...(status ? { status: status as RunNodeStatus } : {}), ...(after !== undefined ? { after } : {}) });
+    const nodes = read.slice(0, limit);
+    const last = read.length > limit ? nodes.at(-1) : undefined;
     sendData(ctx, { nodes, next_cursor: last ? Buffer.from(last.name).toString('base64url') : null });
   };
 }
 
-const notRerunnable = (reason: string, message: string) => coreError('not_rerunnable', message, { details: { reason } });
-
 /**
- * `POST runs/{id}/rerun {"nodes": "failed" | "all", "payload"?}` (docs/fleet.md, "Reruns"): a new run of the same
- * endpoint and payload on the run's failed, timed-out, cancelled and skipped nodes (or all), called as the caller
- * through the gateway's own stack (InternalCalls), so every rule of a call holds: who may call the endpoint, its
- * approval asked again, its queue, the audit trail. `payload` adds what was not kept (secret fields) over the kept one.
+ * `POST runs/{id}/rerun {"nodes": "failed" | "all", "payload"?}` (docs/fleet.md, "Reruns"): RunCommands.rerun as the
+ * caller (the CLI's `tkgate runs rerun` calls it too), answered with the new run's call's answer.
  */
 export function rerun(s: NodeRoutesServices): Stage<RunState> {
   return async (ctx) => {
-    const body = ctx.request.body as Record<string, unknown>;
-    const problems: FieldProblem[] = [];
-    const which = body.nodes ?? 'failed';
-    if (which !== 'failed' && which !== 'all') problems.push({ field: 'nodes', rule: 'allowed_values', message: 'nodes must be "failed" or "all"' });
-    const extra = body.payload ?? {};
-    if (typeof extra !== 'object' || extra === null || Array.isArray(extra))
-      problems.push({ field: 'payload', rule: 'type', message: 'payload must be an object of the fields to send again' });
-    for (const key of Object.keys(body))
-      if (key !== 'nodes' && key !== 'payload') problems.push({ field: key, rule: 'unknown', message: `${key} is not a field of a rerun` });
-    if (problems.length > 0) throw invalidPayload(problems);
+    const asked = rerunAsked(ctx.request.body as Record<string, unknown>);
     const { run, caller } = ctx.state;
-    if (run.node_count === null) throw notRerunnable('no_nodes', 'only a run with nodes can be rerun');
-    if (!ENDED_STATUSES.has(run.status)) throw notRerunnable('not_ended', `the run has not ended (${run.status})`);
-    const [names, replay] = await Promise.all([s.nodes.names(run.id, which === 'all' ? undefined : RERUN_STATUSES), s.nodes.replay(run.id)]);
-    if (names.length === 0) throw notRerunnable('no_failed_nodes', 'every node of the run succeeded');
-    if (!replay || !s.internalCalls) throw notRerunnable('not_kept', 'the run does not keep what a rerun needs');
-    const payload = { ...replay.payload, ...(extra as Record<string, unknown>) };
-    const answer = await s.internalCalls.call({
-      kind: replay.kind,
-      toolkit: run.toolkit,
-      path: replay.path,
-      method: run.method,
-      ...(run.method === 'GET' ? { query: Object.fromEntries(Object.entries(payload).map(([key, value]) => [key, String(value)])) } : { payload }),
-      as: {
-        authenticated: {
-          caller,
-          credential: ctx.state.credential,
-          ...(ctx.state.session && { session: ctx.state.session }),
-          ...(ctx.state.apiKey && { apiKey: ctx.state.apiKey }),
-          ...(ctx.state.jwt && { jwt: ctx.state.jwt }),
-        },
-        run: { rerunOf: run.id, nodes: names },
+    const answer = await s.commands.rerun(run, asked, {
+      authenticated: {
+        caller,
+        credential: ctx.state.credential,
+        ...(ctx.state.session && { session: ctx.state.session }),
+        ...(ctx.state.apiKey && { apiKey: ctx.state.apiKey }),
+        ...(ctx.state.jwt && { jwt: ctx.state.jwt }),
       },
       requestId: ctx.state.requestId,
     });

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { AuditActor, AuditEvent } from '../audit/audit-event.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
-import type { InternalRunOptions } from '../auth/internal-calls.js';
-import { coreError, GatewayError } from '../errors.js';
+import type { Authenticated } from '../auth/authenticate.js';
+import type { InternalAnswer, InternalCalls, InternalRunOptions } from '../auth/internal-calls.js';
+import { coreError, GatewayError, invalidPayload, type FieldProblem } from '../errors.js';
 import type { DetachedPlan } from '../plugins/plugin-api.js';
 import type { CompiledEndpoint } from '../toolkits/compiled-toolkit.js';
 import { approvalOf, type ApprovalBinding } from './approvals/approval-binding.js';
@@ -11,7 +12,7 @@ import type { DryRuns } from './approvals/dry-runs.js';
 import { concurrencyKeyOf, queueOf } from './endpoint-plans.js';
 import type { StopCause } from './run-endings.js';
 import { ENDED_STATUSES, WAITING_STATUSES, type RunRow } from './run-record.js';
-import { selectRunNodes } from './run-nodes.js';
+import { RERUN_STATUSES, selectRunNodes, type RunNodes } from './run-nodes.js';
 import type { DecisionOutcome, NewRun, RunStore, WaitingQueue } from './run-store.js';
 import type { RunTransitions } from './run-transitions.js';
 
@@ -64,6 +65,35 @@ function actorDetailsOf(internal: InternalRunOptions | undefined): Readonly<Reco
   return Object.keys(details).length > 0 ? details : null;
 }
 
+/** What a rerun asks for (docs/fleet.md, "Reruns"): which nodes, and the payload fields sent again (secret fields). */
+export interface RerunAsked {
+  nodes: 'failed' | 'all';
+  payload: Record<string, unknown>;
+}
+
+/** A rerun's body `{"nodes"?, "payload"?}` checked (the route's and the CLI's): 400 naming the field. */
+export function rerunAsked(body: Readonly<Record<string, unknown>>): RerunAsked {
+  const problems: FieldProblem[] = [];
+  const nodes = body.nodes ?? 'failed';
+  if (nodes !== 'failed' && nodes !== 'all') problems.push({ field: 'nodes', rule: 'allowed_values', message: 'nodes must be "failed" or "all"' });
+  const payload = body.payload ?? {};
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload))
+    problems.push({ field: 'payload', rule: 'type', message: 'payload must be an object of the fields to send again' });
+  for (const key of Object.keys(body))
+    if (key !== 'nodes' && key !== 'payload') problems.push({ field: key, rule: 'unknown', message: `${key} is not a field of a rerun` });
+  if (problems.length > 0) throw invalidPayload(problems);
+  return { nodes: nodes as RerunAsked['nodes'], payload: payload as Record<string, unknown> };
+}
+
+/** Who asks for a rerun: the caller the call is made as, and (the CLI's) the run's actor beyond its credential. */
+export interface RerunCaller {
+  authenticated: Authenticated;
+  actor?: Readonly<Record<string, unknown>>;
+  requestId?: string;
+}
+
+const notRerunnable = (reason: string, message: string) => coreError('not_rerunnable', message, { details: { reason } });
+
 /** The run a transition is about. */
 const subject = (run: RunRow) => ({ id: run.id, toolkit: run.toolkit, endpoint: run.endpoint, userId: run.user_id });
 
@@ -88,6 +118,9 @@ export class RunCommands {
       queue?: { wake(): void; wakeFor(queue: WaitingQueue): void };
       /** A cancel of a run that does not run here was recorded: the instance running it is told. */
       cancelAsked?(id: string): void;
+      /** Runs with nodes, and the gateway's own calls (a rerun is one): absent, nothing can be rerun. */
+      nodes?: RunNodes;
+      internalCalls?: Pick<InternalCalls, 'call'>;
     },
   ) {}
 
@@ -214,14 +247,29 @@ export class RunCommands {
   }
 
   /**
-   * A new run of a run's endpoint and payload (a fleet run's failed nodes, or all): only a run whose endpoint type
-   * keeps nodes can be rerun, and no type in this version does: 409 not_rerunnable.
+   * A rerun (docs/fleet.md, "Reruns"): a new run of the same endpoint and payload on the run's failed, timed-out,
+   * cancelled and skipped nodes (or all), called as `by` through the gateway's own stack (InternalCalls), so every
+   * rule of a call holds: who may call the endpoint, its approval asked again, its queue, the audit trail, a secret
+   * field missing (400 naming it). `asked.payload` adds what was not kept over the kept payload. 409 not_rerunnable
+   * (`no_nodes`, `not_ended`, `no_failed_nodes`, `not_kept`) before any call. Resolves to the call's answer.
    */
-  rerun(run: RunRow, _by: CommandCaller, _nodes: 'failed' | 'all'): Promise<never> {
-    return Promise.reject(
-      coreError('not_rerunnable', 'this run cannot be rerun: only a run of an endpoint that runs on nodes (a fleet run) can', {
-        details: { run_id: run.id },
-      }),
-    );
+  async rerun(run: RunRow, asked: RerunAsked, by: RerunCaller): Promise<InternalAnswer> {
+    if (run.node_count === null) throw notRerunnable('no_nodes', 'only a run with nodes can be rerun');
+    if (!ENDED_STATUSES.has(run.status)) throw notRerunnable('not_ended', `the run has not ended (${run.status})`);
+    const { nodes, internalCalls } = this.s;
+    if (!nodes || !internalCalls) throw notRerunnable('not_kept', 'the run does not keep what a rerun needs');
+    const [names, replay] = await Promise.all([nodes.names(run.id, asked.nodes === 'all' ? undefined : RERUN_STATUSES), nodes.replay(run.id)]);
+    if (names.length === 0) throw notRerunnable('no_failed_nodes', 'every node of the run succeeded');
+    if (!replay) throw notRerunnable('not_kept', 'the run does not keep what a rerun needs');
+    const payload = { ...replay.payload, ...asked.payload };
+    return internalCalls.call({
+      kind: replay.kind,
+      toolkit: run.toolkit,
+      path: replay.path,
+      method: run.method,
+      ...(run.method === 'GET' ? { query: Object.fromEntries(Object.entries(payload).map(([key, value]) => [key, String(value)])) } : { payload }),
+      as: { authenticated: by.authenticated, run: { rerunOf: run.id, nodes: names, ...(by.actor && { actor: by.actor }) } },
+      ...(by.requestId !== undefined && { requestId: by.requestId }),
+    });
   }
 }

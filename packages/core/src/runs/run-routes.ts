@@ -16,7 +16,6 @@ import type { CommandCaller, RunCommands } from './run-commands.js';
 import { ALL_STATUSES, runData, runLinks, type RunRow } from './run-record.js';
 import type { RunFilters, RunStore } from './run-store.js';
 import type { RunNodes } from './run-nodes.js';
-import type { InternalCalls } from '../auth/internal-calls.js';
 import { nodeFields, nodePage, rerun } from './node-routes.js';
 
 export interface RunRoutesServices {
@@ -27,9 +26,8 @@ export interface RunRoutesServices {
   reads: Pick<RunStore, 'get' | 'list' | 'chunksAfter'>;
   feeds: Pick<RunFeeds, 'follow'>;
   commands: RunCommands;
-  /** The nodes of runs with nodes, and the rerun's internal call (node-routes.ts). */
+  /** The nodes of runs with nodes (node-routes.ts). */
   nodes?: RunNodes;
-  internalCalls?: InternalCalls;
 }
 
 const RUN_ID = /^[A-Za-z0-9_-]{1,32}$/;
@@ -171,7 +169,7 @@ export function runRoutes(s: RunRoutesServices): RouteContribution {
     add('POST', `${base}/runs/:id/approve`, 'runs/:id/approve', ...chain(body, decide('approve')));
     add('POST', `${base}/runs/:id/reject`, 'runs/:id/reject', ...chain(body, decide('reject')));
     if (s.nodes) {
-      const nodeServices = { config, nodes: s.nodes, ...(s.internalCalls && { internalCalls: s.internalCalls }) };
+      const nodeServices = { config, nodes: s.nodes, commands: s.commands };
       add('GET', `${base}/runs/:id/nodes`, 'runs/:id/nodes', ...chain(nodePage(nodeServices)));
       add('POST', `${base}/runs/:id/rerun`, 'runs/:id/rerun', ...chain(body, rerun(nodeServices)));
     }

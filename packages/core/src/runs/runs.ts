@@ -1,3 +1,4 @@
+import type { InternalCalls } from '../auth/internal-calls.js';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { AuditTrail } from '../audit/audit-trail.js';
@@ -39,6 +40,13 @@ export interface RunsServices {
   metrics: GatewayMetrics;
   /** How instances wake each other (runs.wakeups); polling alone without. */
   wakeups?: Wakeups;
+  /** The gateway's calls of its own endpoints: a rerun is one (RunCommands.rerun). */
+  internalCalls?: InternalCalls;
+  /**
+   * false: this process records runs but never claims one (the CLI's `tkgate runs rerun`: its run is claimed by a
+   * gateway instance, woken as any instance wakes the others; the process ends right after).
+   */
+  claims?: boolean;
 }
 
 /**
@@ -131,15 +139,17 @@ export class Runs {
       local: this.local,
       queue: {
         wake: () => {
-          this.queue.wake();
+          if (s.claims !== false) this.queue.wake();
           this.wakeups.queued();
         },
         wakeFor: (queue) => {
-          this.queue.wakeFor(queue);
+          if (s.claims !== false) this.queue.wakeFor(queue);
           this.wakeups.queued(queue.queue);
         },
       },
       cancelAsked: (id) => this.wakeups.cancelAsked(id),
+      nodes: this.nodes,
+      ...(s.internalCalls && { internalCalls: s.internalCalls }),
     });
     metrics.runs(
       () => this.local.size,
