@@ -1,6 +1,7 @@
 // npm run bench [-- --quick | --smoke] [--only 1,3] [--compare DIR] [--out DIR]: what each part of tkgate costs, against baselines and
 // peer gateways measured in the same run, interleaved over rounds (scripts/bench/measure.js).
-// Full: under 6 minutes; --quick: under 90 s; --smoke: CI (numbers only, nothing judged).
+// Full: under 6 minutes, and about 5 more for scenario 19 (Ansible's fleet run); --quick: under 90 s; --smoke: CI
+// (numbers only, nothing judged).
 // Everything runs on 127.0.0.1 with bounded durations; results go to bench/results/latest.{json,md}.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { caddyInstalled, startCaddy } from './servers/caddy.js';
 import { nginxInstalled, startNginx } from './servers/nginx.js';
 import { startWebhook, webhookInstalled } from './servers/webhook.js';
 import { rateLimitEntries } from './rate-limits.js';
+import { measureFleetRun, measureNodeTable } from './fleet.js';
 import { measureRuns, queriesLine } from './runs.js';
 import { asyncCallEntries, withoutFailedFigures } from './runs-load.js';
 import { clearSessions, insertSessions } from './sessions.js';
@@ -455,6 +457,51 @@ async function main() {
       reported('p99', 'p99', 'bare ws relay (no auth)'),
     ]);
     await messages.stop();
+  }
+
+  // 19. A fleet run (scripts/bench/fleet.js): 200 node names on 10 real sshd servers at parallel 50 beside
+  // `ansible all -f 50 -m command` on the same inventory, in the same run (a node not reached on either side fails
+  // the bench); then a 10,000-node run's node table, a page at a time, on SQLite and PostgreSQL. Full mode only:
+  // it is sshd logins and Ansible's minutes, past --quick's budget and --smoke's purpose.
+  if (runs(19) && mode !== 'full') log(`19. fleet run: full mode only (node scripts/bench/fleet.js alone)\n`);
+  else if (runs(19)) {
+    log('19. fleet run vs ansible, and a 10,000-node node table\n');
+    const fleetPlan = { nodes: 200, parallel: 50 };
+    const fleet = await measureFleetRun(fleetPlan);
+    const tables = [];
+    for (const dialect of ['sqlite', 'postgres']) tables.push(await measureNodeTable(dialect));
+    const faster = fleet.tkgate.ms / fleet.ansible.ms;
+    results.push({
+      scenario: `19. fleet run, ${fleetPlan.nodes} nodes, parallel ${fleetPlan.parallel} (ms from the 202 to the end)`,
+      rows: [
+        {
+          name: 'tkgate (ssh endpoint)',
+          p50: fleet.tkgate.ms,
+          cpu_ms: fleet.tkgate.cpuMs,
+          gateway_kib_per_running_node: fleet.perRunningNodeKiB.gateway,
+          ssh_client_kib: fleet.perRunningNodeKiB.sshClient,
+        },
+        { name: 'ansible all -m command', p50: fleet.ansible.ms, cpu_ms: fleet.ansible.cpuMs },
+        ...tables.flatMap((table) => [
+          { name: `node page of ${table.nodes} (${table.dialect})`, p50: table.page.p50, p99: table.page.p99 },
+          { name: `failed-node page (${table.dialect})`, p50: table.failedPage.p50, p99: table.failedPage.p99 },
+          { name: `GET runs/{id} (${table.dialect})`, p50: table.run.p50, p99: table.run.p99 },
+        ]),
+      ],
+      goals: [
+        { goal: 'faster than Ansible (x = tkgate / ansible time)', ratio: round(faster, 2), met: faster < 1 },
+        ...tables.map((table) => ({
+          goal: `a node page of a ${table.nodes}-node run: p99 <= 100 ms (${table.dialect}; x = p99 / 100 ms)`,
+          ratio: round(Math.max(table.page.p99, table.failedPage.p99) / 100, 2),
+          met: Math.max(table.page.p99, table.failedPage.p99) <= 100,
+        })),
+      ],
+    });
+    log(
+      `  tkgate ${fleet.tkgate.ms} ms (${fleet.tkgate.cpuMs} ms CPU), ansible ${fleet.ansible.ms} ms (${fleet.ansible.cpuMs} ms CPU); ` +
+        tables.map((table) => `${table.dialect} page p99 ${table.page.p99} ms`).join(', ') +
+        '\n',
+    );
   }
 
   // 10. Passthrough from an https:// upstream (the reader over TLS) vs. the upstream directly: its own script,

@@ -19,14 +19,14 @@ import { createParser } from 'eventsource-parser';
 import { addUser, migrateToLatest, openDatabase } from '@tkgate/core';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import { startTkgate, login, BENCH_USER } from './tkgate.js';
+import { startTkgate, login, writeBenchConfig, BENCH_USER } from './tkgate.js';
 
 const percentile = (values, p) => [...values].sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A fresh database of the dialect: its `db` settings and how to drop it. */
-async function freshDatabase(dialect, dir) {
-  const name = `tkgate_bench_${process.pid}`;
+/** A fresh database of the dialect: its `db` settings and how to drop it (`tag` tells two of one bench apart). */
+export async function freshDatabase(dialect, dir, tag = '') {
+  const name = `tkgate_bench_${process.pid}${tag}`;
   if (dialect === 'sqlite') return { db: { client: 'sqlite', filename: path.join(dir, 'tkgate.sqlite') }, drop: async () => undefined };
   if (dialect === 'mysql') {
     const admin = await mysql.createConnection({ host: '127.0.0.1', port: 3306, user: 'root' });
@@ -86,20 +86,13 @@ export async function measureRunsScale(dialect, { runs = 1000, wakeups } = {}) {
       ],
     }),
   );
-  const config = path.join(dir, 'tkgate.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      server: { host: '127.0.0.1', port: 0 },
-      db: dbSettings,
-      toolkits: { dir: toolkits, watch: false },
-      log: { level: 'warn', access: false },
-      runs: { drain_timeout: '1s', ...(wakeups && { wakeups }) },
-      ...(wakeups === 'redis' && { redis: { url: 'redis://127.0.0.1:6379/0' } }),
-      plugin_options: { '@tkgate/plugin-exec': { max_processes: 64 } },
-      metrics: { enabled: false },
-    }),
-  );
+  const config = writeBenchConfig(dir, {
+    db: dbSettings,
+    toolkits,
+    runs: { drain_timeout: '1s', ...(wakeups && { wakeups }) },
+    ...(wakeups === 'redis' && { redis: { url: 'redis://127.0.0.1:6379/0' } }),
+    plugin_options: { '@tkgate/plugin-exec': { max_processes: 64 } },
+  });
   const gateways = [];
   for (let i = 0; i < 3; i++) gateways.push(await startTkgate(config, [], { DEBUG: 'knex:query' }));
   try {

@@ -129,6 +129,26 @@ export async function prepareGateway(dir, { upstreamPort, tinyScript, targetPort
   return { config, filename };
 }
 
+/**
+ * A bench gateway's tkgate.json in `dir`: on 127.0.0.1 and a free port, the database and toolkits given, warnings
+ * only and no access lines, no metrics listener; `extra` adds or replaces top-level sections. Returns its path.
+ */
+export function writeBenchConfig(dir, { db, toolkits, ...extra }) {
+  const file = path.join(dir, 'tkgate.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      server: { host: '127.0.0.1', port: 0 },
+      db,
+      toolkits: { dir: toolkits, watch: false },
+      log: { level: 'warn', access: false },
+      metrics: { enabled: false },
+      ...extra,
+    }),
+  );
+  return file;
+}
+
 /** A gateway on `config`; `bin` is another checkout's CLI (npm run bench -- --compare DIR). */
 export async function startTkgate(config, extraArgs = [], env = {}, bin = tkgateBin) {
   const gateway = await startProcess(process.execPath, [...extraArgs, bin, 'start', '--config', config], {

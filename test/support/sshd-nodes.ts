@@ -152,7 +152,17 @@ function stateOf(pid: number): string | undefined {
 /** Whether a process is alive (a zombie counts as gone). */
 export const processAlive = (pid: number): boolean => ![undefined, 'Z'].includes(stateOf(pid));
 
-export async function startSshdNodes(count: number, options: { firstAddress?: number } = {}): Promise<SshdFleet> {
+export interface SshdFleetOptions {
+  firstAddress?: number;
+  /**
+   * Sessions start with SHLVL=1, so the login user's bash does not read its ~/.bashrc (bash reads it for a command
+   * sent over SSH only at shell level 1): the bench's nodes, where root's rc runs pyenv's init, seconds a login, on
+   * tkgate's and Ansible's side alike.
+   */
+  quietLogins?: boolean;
+}
+
+export async function startSshdNodes(count: number, options: SshdFleetOptions = {}): Promise<SshdFleet> {
   const dir = tempDir('tkgate-sshd-');
   // sshd refuses to start without its privilege separation directory, which the Debian package makes at boot.
   mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
@@ -192,7 +202,7 @@ export async function startSshdNodes(count: number, options: { firstAddress?: nu
           'LogLevel VERBOSE',
           // A fleet run opens many connections at once; sshd's default starts dropping them at 10.
           'MaxStartups 200:30:400',
-          `SetEnv TKGATE_TEST_SSHD=${index}`,
+          `SetEnv TKGATE_TEST_SSHD=${index}${options.quietLogins ? ' SHLVL=1' : ''}`,
           '',
         ].join('\n'),
       );
