@@ -28,8 +28,12 @@ export interface Claim<Row> {
   columns: readonly string[];
   /** The most rows read (and locked) in one claim. */
   candidates: number;
-  /** The columns a claimed row is given. */
-  lease: Record<string, unknown>;
+  /**
+   * The columns a claimed row is given: a lease that outlives the claim (a run's owner and heartbeat, a delivery's
+   * expiry). None: the rows are held only for the claim's transaction, in which `also` writes what makes them
+   * taken (a schedule's state row, under which the fire's unique row is inserted).
+   */
+  lease?: Record<string, unknown>;
   /** What else the claim writes in its transaction, with the rows it claimed (none: not called). */
   also?(trx: Knex.Transaction, claimed: Row[]): Promise<void>;
   /** A limit shared by instances (places of a queue): checked under a gate row of its own. */
@@ -93,14 +97,19 @@ export async function claimDue<Row extends Record<string, unknown>>(db: Database
       if (chosen === FULL) return FULL;
     } else chosen = await candidates();
     if (chosen.length === 0) return chosen;
+    const lease = claim.lease;
+    if (!lease) {
+      if (claim.also) await claim.also(trx, chosen);
+      return chosen;
+    }
     const ids = chosen.map((row) => row[claim.key] as string | number);
     // Conditional on being due still: on SQLite and under a gate nothing else moves them (the rows are locked, or
     // the write lock is ours), so every chosen row is claimed; fewer would mean a row left the due set, and only
     // rows whose lease is ours are answered.
-    const changed = Number(await claim.due(trx(claim.table).whereIn(claim.key, ids)).update(claim.lease));
+    const changed = Number(await claim.due(trx(claim.table).whereIn(claim.key, ids)).update(lease));
     let claimed = chosen;
     if (changed !== ids.length) {
-      const mine = new Set((await trx(claim.table).whereIn(claim.key, ids).where(claim.lease).pluck(claim.key)).map(String));
+      const mine = new Set((await trx(claim.table).whereIn(claim.key, ids).where(lease).pluck(claim.key)).map(String));
       claimed = chosen.filter((row) => mine.has(String(row[claim.key])));
     }
     if (claim.also && claimed.length > 0) await claim.also(trx, claimed);

@@ -11,8 +11,10 @@ import type { AttemptOutcome, ClaimedDelivery, NotificationStore } from './notif
 
 /** How often an instance looks for due deliveries (a new event wakes it at once, a near retry at its time). */
 const POLL_MS = 1_000;
-/** Deliveries claimed per look, and attempted at once. */
-const BATCH = 16;
+/**
+ * Deliveries claimed per claim, all attempted at once: a claim's lease covers one attempt (the sink's timeout and
+ * a margin), so no delivery is claimed before its attempt can begin.
+ */
 const AT_ONCE = 4;
 /** A claim outlives the attempt's timeout by this much; past it another instance may try (at least once). */
 const LEASE_MARGIN_MS = 5_000;
@@ -92,24 +94,16 @@ export class NotificationDeliverer {
   }
 
   private async deliverDue(): Promise<void> {
-    const ids = await this.store.due(Date.now(), BATCH);
-    let next = 0;
-    const worker = async () => {
-      while (next < ids.length && !this.stopping.signal.aborted) {
-        const id = ids[next++]!;
-        const now = Date.now();
-        const claimed = await this.store.claim(id, this.s.instance, now, now + this.leaseMs);
-        if (claimed) await this.attempt(claimed);
-      }
-    };
-    const work = Promise.all(Array.from({ length: Math.min(AT_ONCE, ids.length) }, worker)).then(() => undefined);
+    const now = Date.now();
+    const claimed = await this.store.claimDue(this.s.instance, now, now + this.leaseMs, AT_ONCE);
+    const work = Promise.all(claimed.map((delivery) => this.attempt(delivery))).then(() => undefined);
     this.inFlight.add(work);
     try {
       await work;
     } finally {
       this.inFlight.delete(work);
     }
-    if (ids.length === BATCH) this.again = true;
+    if (claimed.length === AT_ONCE) this.again = true;
   }
 
   private async attempt(delivery: ClaimedDelivery): Promise<void> {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { claimDue, FULL, HELD } from '../db/claims.js';
 import type { Database } from '../db/connect.js';
 import { lockRow, writeTransaction } from '../db/write-transaction.js';
 import { invalidPayload, type FieldProblem } from '../errors.js';
@@ -154,42 +155,44 @@ export interface DeliveryListing {
 export class NotificationStore {
   constructor(private readonly db: Database) {}
 
-  /** Ids of deliveries due now and not claimed by a live lease, the longest due first. */
-  async due(now: number, limit: number): Promise<string[]> {
-    return (await this.db('notification_deliveries')
-      .where({ status: 'pending' })
-      .andWhere('next_at', '<=', now)
-      .andWhere((free) => free.whereNull('lease_until').orWhere('lease_until', '<', now))
-      .orderBy([{ column: 'next_at' }, { column: 'id' }])
-      .limit(limit)
-      .pluck('id')) as string[];
-  }
-
   /**
-   * Claims a due delivery for this instance until `leaseUntil`: one conditional UPDATE, so that of several
-   * instances exactly one changes the row. Resolves to what its attempt sends, or undefined when another had it.
+   * Claims up to `limit` due deliveries for this instance until `leaseUntil`, the longest due first, through the
+   * claim of runs and schedule fires (db/claims.ts): one short transaction whose due rows are read skip-locked, so
+   * instances claiming at once take different deliveries and never wait on each other. A delivery is due while
+   * pending, its `next_at` has come and no live lease holds it (one that ran out is due again: at least once).
+   * Resolves to what their attempts send.
    */
-  async claim(id: string, instance: string, now: number, leaseUntil: number): Promise<ClaimedDelivery | undefined> {
-    const changed = await this.db('notification_deliveries')
-      .where({ id, status: 'pending' })
-      .andWhere('next_at', '<=', now)
-      .andWhere((free) => free.whereNull('lease_until').orWhere('lease_until', '<', now))
-      .update({ lease_until: leaseUntil, leased_by: instance });
-    if (Number(changed) !== 1) return undefined;
-    const row = await this.db('notification_deliveries as d')
-      .join('notification_events as e', 'e.id', 'd.event_id')
-      .where('d.id', id)
-      .first('d.id', 'd.sink', 'd.event', 'd.attempts', 'd.round_attempts', 'd.round_at', 'e.body');
-    if (!row) return undefined;
-    return {
-      id: String(row.id),
-      sink: String(row.sink),
-      event: String(row.event),
-      body: String(row.body),
-      attempts: Number(row.attempts),
-      roundAttempts: Number(row.round_attempts),
-      roundAt: Number(row.round_at),
-    };
+  async claimDue(instance: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]> {
+    const claimed = await claimDue<Record<string, unknown>>(this.db, {
+      table: 'notification_deliveries',
+      key: 'id',
+      due: (query) =>
+        query
+          .where({ status: 'pending' })
+          .andWhere('next_at', '<=', now)
+          .andWhere((free) => free.whereNull('lease_until').orWhere('lease_until', '<', now)),
+      order: [{ column: 'next_at' }, { column: 'id' }],
+      columns: ['id', 'event_id', 'sink', 'event', 'attempts', 'round_attempts', 'round_at'],
+      candidates: limit,
+      lease: { lease_until: leaseUntil, leased_by: instance },
+    });
+    if (claimed === FULL || claimed === HELD || claimed.length === 0) return [];
+    const bodies = new Map<string, string>();
+    const events = [...new Set(claimed.map((row) => String(row.event_id)))];
+    for (const row of (await this.db('notification_events').whereIn('id', events).select('id', 'body')) as Array<Record<string, unknown>>)
+      bodies.set(String(row.id), String(row.body));
+    // A delivery whose event is gone (purged meanwhile) is not sent: its lease runs out, as before it was read.
+    return claimed
+      .filter((row) => bodies.has(String(row.event_id)))
+      .map((row) => ({
+        id: String(row.id),
+        sink: String(row.sink),
+        event: String(row.event),
+        body: bodies.get(String(row.event_id))!,
+        attempts: Number(row.attempts),
+        roundAttempts: Number(row.round_attempts),
+        roundAt: Number(row.round_at),
+      }));
   }
 
   /** Records an attempt and its outcome, while the claim is still this instance's (false: it was lost meanwhile). */

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/connect.js';
+import { claimDue } from '../db/claims.js';
 import { isUniqueViolation } from '../db/database-errors.js';
 
 /** What became of a fire (docs/schedules.md, "Outcomes"); `pending` from its insert until then. */
@@ -37,30 +38,56 @@ const ENDED = ['succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'rejecte
 /** A write that goes into the same transaction as a fire's outcome. */
 export type AlsoWrite = (trx: Knex.Transaction) => Promise<void>;
 
+/** How soon a fire's claim looks again when another instance's claim holds its schedule's row (a few round trips). */
+const HELD_RETRY_MS = 20;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
- * The tables of db/migrations/014_schedules.ts. The exactly-once rule is `claim`: one INSERT of the fire's
- * primary key `(schedule_id, fire_at)`; a unique violation means another instance (or this one, earlier) has it.
+ * The tables of db/migrations/014_schedules.ts. The exactly-once rule is `claim`: the INSERT of the fire's primary
+ * key `(schedule_id, fire_at)`; a unique violation means another instance (or this one, earlier) has it.
  */
 export class ScheduleStore {
   constructor(private readonly db: Database) {}
 
-  /** Inserts the fire; true when this call did (it is ours to fire), false when the row was there. */
+  /**
+   * Inserts the fire; true when this call did (it is ours to fire), false when the row was there. The insert is
+   * made in the claim of runs and deliveries (db/claims.ts): the schedule's state row is claimed skip-locked and
+   * the fire's row (with `also`) inserted in that claim's transaction, so two instances claiming one schedule at
+   * once never wait on each other's insert inside the database (on MariaDB a duplicate-key check would). The one
+   * that finds the row held looks again shortly: the holder has committed its fire by then (its insert then fails
+   * here) or rolled it back (then this one inserts it), so a fire is neither lost nor fired twice.
+   */
   async claim(scheduleId: string, fireAt: number, outcome: FireOutcome = 'pending', reason: string | null = null, also?: AlsoWrite): Promise<boolean> {
-    try {
-      await this.within(also, (db) =>
-        db('schedule_fires').insert({
-          schedule_id: scheduleId,
-          fire_at: fireAt,
-          outcome,
-          run_id: null,
-          reason: reason?.slice(0, REASON_MAX) ?? null,
-          created_at: Date.now(),
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (isUniqueViolation(err)) return false;
-      throw err;
+    for (;;) {
+      let claimed: unknown;
+      try {
+        claimed = await claimDue(this.db, {
+          table: 'schedule_states',
+          key: 'schedule_id',
+          due: (query) => query.where({ schedule_id: scheduleId }),
+          order: [{ column: 'schedule_id' }],
+          columns: ['schedule_id'],
+          candidates: 1,
+          also: async (trx) => {
+            await trx('schedule_fires').insert({
+              schedule_id: scheduleId,
+              fire_at: fireAt,
+              outcome,
+              run_id: null,
+              reason: reason?.slice(0, REASON_MAX) ?? null,
+              created_at: Date.now(),
+            });
+            if (also) await also(trx);
+          },
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) return false;
+        throw err;
+      }
+      if (Array.isArray(claimed) && claimed.length > 0) return true;
+      // Held by another instance's claim now, or no state row yet (a schedule this instance did not follow).
+      if (!(await this.db('schedule_states').where({ schedule_id: scheduleId }).first('schedule_id'))) await this.states([scheduleId], Date.now());
+      else await sleep(HELD_RETRY_MS);
     }
   }
 
