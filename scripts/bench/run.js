@@ -20,6 +20,7 @@ import { rateLimitEntries } from './rate-limits.js';
 import { measureFleetRun, measureNodeTable } from './fleet.js';
 import { measureRuns, queriesLine } from './runs.js';
 import { asyncCallEntries, withoutFailedFigures } from './runs-load.js';
+import { measureRunsScale } from './runs-scale.js';
 import { clearSessions, insertSessions } from './sessions.js';
 import { STORM_USER, login, prepareGateway, startTkgate, writeTinyScript } from './tkgate.js';
 import { pathTemplateRows } from './path-templates.js';
@@ -359,6 +360,35 @@ async function main() {
     ]);
     withoutFailedFigures(result);
     await asyncCalls.stop();
+  }
+  // 19. Runs at scale (scripts/bench/runs-scale.js): three tkgate instances on each database; queued->started of
+  // paced calls, a burst drained, DB queries per run, a line to a follower elsewhere, a cancel's reach. Smoke: a few
+  // runs on SQLite only (the script kept working, nothing judged); quick: PostgreSQL only, where the goals are.
+  if (runs(19)) {
+    log('19. runs at scale\n');
+    const scale = {
+      full: { dialects: ['sqlite', 'mysql', 'postgres'], runs: 500, paced: 200, cancels: 30 },
+      quick: { dialects: ['postgres'], runs: 200, paced: 100, cancels: 10 },
+      smoke: { dialects: ['sqlite'], runs: 20, paced: 5, cancels: 2 },
+    }[mode];
+    const rows = [];
+    const goals = [];
+    for (const dialect of scale.dialects) {
+      const measured = await measureRunsScale(dialect, { runs: scale.runs, paced: scale.paced, cancels: scale.cancels });
+      const label = `${dialect} (${measured.wakeups})`;
+      for (const { name, n, p50, p99 } of measured.rows) rows.push({ name: `${label}: ${name}`, n, p50, p99 });
+      const queries = round(measured.queriesPerRun);
+      rows.push({
+        name: `${label}: a burst of ${scale.runs} drained, runs/s (${queries} DB queries per run)`,
+        rps: round(measured.drainedPerSecond, 0),
+        queries_per_run: queries,
+      });
+      log(`  ${label}: ${round(measured.drainedPerSecond, 0)} runs/s drained, ${queries} DB queries per run\n`);
+      if (dialect === 'postgres')
+        for (const { name, p99 } of measured.rows.slice(1))
+          goals.push({ goal: `postgres: ${name} p99 <= 100 ms`, ratio: null, met: mode === 'smoke' ? null : p99 <= 100 });
+    }
+    results.push({ scenario: '19. runs at scale (3 instances per database)', rows, goals });
   }
   // 12. The json call balanced over three targets (upstream.targets, round robin) vs. the same call to one URL:
   // the gateway's CPU per request, measured in the same run (the upstreams' CPU is not counted).

@@ -9,6 +9,8 @@
 //    the calls' own included, divided by the runs.
 // 4. a line to a follower on another instance: the command prints its clock (ms) every 20 ms; a follower on an
 //    instance that does not run it subtracts it from its own clock at arrival.
+// 5. a cancel's reach: a run sleeping on one instance is cancelled through another; the run's ended_at (written by
+//    the instance running it, once its process is gone) less its cancel_requested_at (written by the one asked).
 // With `runs.wakeups` at its default (auto: LISTEN/NOTIFY on PostgreSQL, polling elsewhere); BENCH_WAKEUPS=redis
 // measures MariaDB and SQLite with Redis (127.0.0.1:6379) instead.
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -57,7 +59,7 @@ export async function freshDatabase(dialect, dir, tag = '') {
 }
 
 /** The four measurements on one dialect. */
-export async function measureRunsScale(dialect, { runs = 1000, wakeups } = {}) {
+export async function measureRunsScale(dialect, { runs = 1000, wakeups, paced: pacedCalls = 300, cancels = 30 } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), `tkgate-bench-runs-scale-${dialect}-`));
   const script = (name, body) => {
     const file = path.join(dir, name);
@@ -66,6 +68,7 @@ export async function measureRunsScale(dialect, { runs = 1000, wakeups } = {}) {
     return file;
   };
   const quick = script('quick.sh', 'exit 0');
+  const sleeper = script('sleeper.sh', 'exec sleep 60');
   const clock = script('clock.sh', 'i=0; while [ $i -lt 150 ]; do echo "$(($(date +%s%N)/1000000))"; i=$((i+1)); sleep 0.02; done');
   const { db: dbSettings, drop } = await freshDatabase(dialect, dir);
   const db = openDatabase({ url: '', filename: '', ...dbSettings });
@@ -83,6 +86,7 @@ export async function measureRunsScale(dialect, { runs = 1000, wakeups } = {}) {
         { ...exec, path: 'paced', command: [quick], max_concurrency: 50, max_queued: 10_000 },
         { ...exec, path: 'burst', command: [quick], max_concurrency: 20, max_queued: runs },
         { ...exec, path: 'clock', command: [clock] },
+        { ...exec, path: 'sleeper', command: [sleeper], max_concurrency: 5 },
       ],
     }),
   );
@@ -119,7 +123,7 @@ export async function measureRunsScale(dialect, { runs = 1000, wakeups } = {}) {
 
     // 1. queued->started, one call at a time (each after the last one's 202 and a pause): the latency of a run
     //    asked for on a system that keeps up, not of a backlog.
-    const paced = Math.min(300, runs);
+    const paced = Math.min(pacedCalls, runs);
     for (let i = 0; i < paced; i++) {
       await ask(gateways[i % 3], 'paced');
       await sleep(10);
@@ -168,6 +172,26 @@ export async function measureRunsScale(dialect, { runs = 1000, wakeups } = {}) {
     const decoder = new TextDecoder();
     for await (const bytes of response.body) parser.feed(decoder.decode(bytes, { stream: true }));
 
+    // 5. A cancel's reach, one run at a time: running on one instance, cancelled through another.
+    const cancelDelays = [];
+    for (let i = 0; i < cancels; i++) {
+      const sleeping = await ask(gateways[i % 3], 'sleeper');
+      let running;
+      for (let waited = 0; waited < 30_000 && !running; waited += 10) {
+        running = await db('runs').where({ id: sleeping, status: 'running' }).first('instance');
+        if (!running) await sleep(10);
+      }
+      if (!running) throw new Error(`sleeper ${sleeping} did not start`);
+      const pid = Number(String(running.instance).split(':')[1]);
+      const asked = gateways.find((gateway) => gateway.pid !== pid);
+      const cancelled = await fetch(`${asked.base}/runs/${sleeping}/cancel`, { method: 'POST', headers, body: '{}' });
+      if (cancelled.status !== 202) throw new Error(`cancel: ${cancelled.status} ${await cancelled.text()}`);
+      await endedAll('sleeper', 60_000);
+      const ended = await db('runs').where({ id: sleeping }).first('cancel_requested_at', 'ended_at', 'status');
+      if (ended.status !== 'cancelled') throw new Error(`sleeper ${sleeping} ended ${ended.status}`);
+      cancelDelays.push(Number(ended.ended_at) - Number(ended.cancel_requested_at));
+    }
+
     const row = (name, values) => ({ name, n: values.length, p50: percentile(values, 50), p99: percentile(values, 99) });
     return {
       dialect,
@@ -176,6 +200,7 @@ export async function measureRunsScale(dialect, { runs = 1000, wakeups } = {}) {
         row('the 202 of a paced call (ms)', askTimes),
         row('queued->started (ms)', startDelays),
         row('a line to a follower on another instance (ms)', lineDelays),
+        ...(cancelDelays.length > 0 ? [row('a cancel reaching the running instance (ms)', cancelDelays)] : []),
       ],
       drainedPerSecond,
       queriesPerRun,

@@ -215,8 +215,9 @@ export class Runs {
       this.lastExpiry = now;
       steps.push(['expiry', () => this.binding.expireOverdue(now)]);
     }
-    if (active && !this.draining) steps.push(['claim', () => this.queue.claimQueued()]);
+    // Cancels before the claim: a cancel's wake-up waits for no claim of the queues (a few round trips each).
     if (this.local.size > 0 && cancels) steps.push(['cancel', () => this.local.seeCancellations()]);
+    if (active && !this.draining) steps.push(['claim', () => this.queue.claimQueued()]);
     if (active && this.housekeeping.heartbeatDue(now))
       steps.push(['heartbeat', () => this.housekeeping.heartbeat(now)], ['lost', () => this.housekeeping.endSilent(now)]);
     if (this.housekeeping.purgeDue(now)) steps.push(['purge', () => this.housekeeping.purge(now)]);
