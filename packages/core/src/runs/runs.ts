@@ -78,8 +78,9 @@ export class Runs {
   /** A cancel of a run of this instance was told: looked for in the next tick. */
   private cancelDue = false;
   private timer: NodeJS.Timeout | undefined;
-  private ticking = false;
-  private again = false;
+  /** The two lanes of a look (see look()). */
+  private readonly claims = new Lane(() => this.claimsPass());
+  private readonly chores = new Lane(() => this.choresPass());
   private draining = false;
   private readonly log: Logger;
 
@@ -180,25 +181,19 @@ export class Runs {
     else this.queue.wakeFor(queue);
   }
 
+  /**
+   * A look: the claims (and cancels) at once, the housekeeping when some of it is due. Two lanes, each one pass at a
+   * time (a look asked for during its pass runs right after it): a wake-up's claim or cancel never waits behind a
+   * heartbeat, the lost runs' check or a purge, a few round trips each on a loaded database.
+   */
   private look(): void {
-    if (this.ticking) {
-      this.again = true;
-      return;
-    }
-    this.ticking = true;
-    void this.tick().finally(() => {
-      this.ticking = false;
-      if (this.again) {
-        this.again = false;
-        setImmediate(() => this.look());
-      }
-    });
+    this.claims.run();
+    this.chores.run();
   }
 
-  /** What an instance does on a tick, in order; a step that fails is logged and the others go on. */
-  private async tick(): Promise<void> {
+  /** The claims' lane: every queue each runs.poll_interval (sooner when woken), this instance's cancels first. */
+  private async claimsPass(): Promise<void> {
     const now = Date.now();
-    // Every queue and this instance's cancels are polled each runs.poll_interval; sooner when woken.
     const polled = now - this.lastPoll >= this.s.config.runs.poll_interval_ms - TIMER_SLACK_MS;
     if (polled) {
       this.lastPoll = now;
@@ -211,16 +206,29 @@ export class Runs {
     const active = this.local.size > 0 || this.plans.servesJobs();
     const snapshot = this.s.registry.snapshot;
     if (active && !this.binding.checkedAgainst(snapshot)) steps.push(['definitions', () => this.binding.checkBound(snapshot)]);
+    // Cancels before the claim: a cancel's wake-up waits for no claim of the queues (a few round trips each).
+    if (this.local.size > 0 && cancels) steps.push(['cancel', () => this.local.seeCancellations()]);
+    if (active && !this.draining) steps.push(['claim', () => this.queue.claimQueued()]);
+    await this.steps(steps);
+  }
+
+  /** The housekeeping lane: approvals run out, heartbeats and lost runs, the purge, each when due. */
+  private async choresPass(): Promise<void> {
+    const now = Date.now();
+    const steps: Array<[string, () => Promise<unknown>]> = [];
+    const active = this.local.size > 0 || this.plans.servesJobs();
     if (active && now - this.lastExpiry >= EXPIRY_CHECK_MS && this.plans.servesApprovals()) {
       this.lastExpiry = now;
       steps.push(['expiry', () => this.binding.expireOverdue(now)]);
     }
-    // Cancels before the claim: a cancel's wake-up waits for no claim of the queues (a few round trips each).
-    if (this.local.size > 0 && cancels) steps.push(['cancel', () => this.local.seeCancellations()]);
-    if (active && !this.draining) steps.push(['claim', () => this.queue.claimQueued()]);
     if (active && this.housekeeping.heartbeatDue(now))
       steps.push(['heartbeat', () => this.housekeeping.heartbeat(now)], ['lost', () => this.housekeeping.endSilent(now)]);
     if (this.housekeeping.purgeDue(now)) steps.push(['purge', () => this.housekeeping.purge(now)]);
+    await this.steps(steps);
+  }
+
+  /** Steps in order; a step that fails is logged and the others go on. */
+  private async steps(steps: Array<[string, () => Promise<unknown>]>): Promise<void> {
     for (const [step, work] of steps) {
       try {
         await work();
@@ -239,7 +247,7 @@ export class Runs {
     clearInterval(this.timer);
     await this.dryRuns.stop();
     await this.local.drain(this.log);
-    while (this.ticking) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (this.claims.busy || this.chores.busy) await new Promise((resolve) => setTimeout(resolve, 20));
     this.feeds.close();
     this.wakeups.close();
   }
@@ -247,5 +255,28 @@ export class Runs {
   /** Runs started here and not ended: for the drain. */
   get running(): number {
     return this.local.size;
+  }
+}
+
+/** Passes of one kind of work, one at a time: one asked for during a pass runs once, right after it. */
+class Lane {
+  busy = false;
+  private again = false;
+
+  constructor(private readonly pass: () => Promise<void>) {}
+
+  run(): void {
+    if (this.busy) {
+      this.again = true;
+      return;
+    }
+    this.busy = true;
+    void this.pass().finally(() => {
+      this.busy = false;
+      if (this.again) {
+        this.again = false;
+        setImmediate(() => this.run());
+      }
+    });
   }
 }
