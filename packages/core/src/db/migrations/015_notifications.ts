@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
  *   attempt and a redeliver send the same bytes' content (never a secret: the body holds no payload).
  * - `notification_deliveries`: one row per event and sink. `id` is the `webhook-id` of every attempt. A delivery is
  *   `pending` until a 2xx (`delivered`) or its last attempt (`failed`); `next_at` is when it is due, and
- *   `lease_until`/`leased_by` the claim of the instance delivering it now (a conditional UPDATE takes it).
+ *   `lease_until`/`leased_by` the claim of the instance delivering it now (db/claims.ts's claim takes it).
  *   `attempts` numbers every attempt; `round_attempts` and `round_at` count toward max_attempts and give_up_after
  *   since the event or its last redeliver.
  * - `notification_attempts`: every attempt, numbered per delivery, with its status code, error and duration.
