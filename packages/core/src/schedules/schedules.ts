@@ -93,7 +93,7 @@ function outcomeOf(answer: InternalAnswer): { outcome: FireOutcome; runId: strin
 /**
  * The schedules of the live toolkits, fired on this instance. One timer, set for the next fire of any schedule (at
  * most a second away); none while no schedule exists, until a reload brings one. A due fire is claimed by inserting
- * its row: the instance whose insert succeeds fires it (its run is an internal call of the endpoint as the
+ * its row (in the claim of db/claims.ts, ScheduleStore.claim): the instance whose insert succeeds fires it (its run is an internal call of the endpoint as the
  * schedule's `as` user, through the one Koa stack), every other meets the key and moves on.
  */
 export class Schedules {
