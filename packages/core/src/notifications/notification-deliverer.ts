@@ -12,8 +12,8 @@ import type { AttemptOutcome, ClaimedDelivery, NotificationStore } from './notif
 /** How often an instance looks for due deliveries (a new event wakes it at once, a near retry at its time). */
 const POLL_MS = 1_000;
 /**
- * Deliveries claimed per claim, all attempted at once: a claim's lease covers one attempt (the sink's timeout and
- * a margin), so no delivery is claimed before its attempt can begin.
+ * Deliveries attempted at once. A delivery is claimed only when a place is free for its attempt: a claim's lease
+ * covers one attempt (the sink's timeout and a margin), so none waits for its attempt while its lease runs.
  */
 const AT_ONCE = 4;
 /** A claim outlives the attempt's timeout by this much; past it another instance may try (at least once). */
@@ -93,17 +93,35 @@ export class NotificationDeliverer {
     })();
   }
 
+  /**
+   * Attempts due deliveries, at most AT_ONCE at a time: as attempts end, as many more are claimed (one claim per
+   * batch of free places), so a slow receiver holds one place, not the others; until none is due.
+   */
   private async deliverDue(): Promise<void> {
-    const now = Date.now();
-    const claimed = await this.store.claimDue(this.s.instance, now, now + this.leaseMs, AT_ONCE);
-    const work = Promise.all(claimed.map((delivery) => this.attempt(delivery))).then(() => undefined);
-    this.inFlight.add(work);
+    const attempts = new Set<Promise<void>>();
     try {
-      await work;
+      while (!this.stopping.signal.aborted) {
+        const free = AT_ONCE - attempts.size;
+        const now = Date.now();
+        const claimed = await this.store.claimDue(this.s.instance, now, now + this.leaseMs, free);
+        for (const delivery of claimed) {
+          const attempt: Promise<void> = this.attempt(delivery)
+            .catch((err: unknown) =>
+              this.s.log.warn('notifications: an attempt failed', { delivery: delivery.id, error: this.s.secrets.mask.mask((err as Error).message) }),
+            )
+            .finally(() => {
+              attempts.delete(attempt);
+              this.inFlight.delete(attempt);
+            });
+          attempts.add(attempt);
+          this.inFlight.add(attempt);
+        }
+        if (claimed.length < free) break;
+        await Promise.race(attempts);
+      }
     } finally {
-      this.inFlight.delete(work);
+      await Promise.all(attempts);
     }
-    if (claimed.length === AT_ONCE) this.again = true;
   }
 
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
