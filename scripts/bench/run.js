@@ -362,11 +362,11 @@ async function main() {
     withoutFailedFigures(result);
     await asyncCalls.stop();
   }
-  // 19. Runs at scale (scripts/bench/runs-scale.js): three tkgate instances on each database; queued->started of
+  // 20. Runs at scale (scripts/bench/runs-scale.js): three tkgate instances on each database; queued->started of
   // paced calls, a burst drained, DB queries per run, a line to a follower elsewhere, a cancel's reach. Smoke: a few
   // runs on SQLite only (the script kept working, nothing judged); quick: PostgreSQL only, where the goals are.
-  if (runs(19)) {
-    log('19. runs at scale\n');
+  if (runs(20)) {
+    log('20. runs at scale\n');
     const scale = {
       full: { dialects: ['sqlite', 'mysql', 'postgres'], runs: 500, paced: 200, cancels: 30 },
       quick: { dialects: ['postgres'], runs: 200, paced: 100, cancels: 10 },
@@ -389,7 +389,7 @@ async function main() {
         for (const { name, p99 } of measured.rows.slice(1))
           goals.push({ goal: `postgres: ${name} p99 <= 100 ms`, ratio: null, met: mode === 'smoke' ? null : p99 <= 100 });
     }
-    results.push({ scenario: '19. runs at scale (3 instances per database)', rows, goals });
+    results.push({ scenario: '20. runs at scale (3 instances per database)', rows, goals });
   }
   // 12. The json call balanced over three targets (upstream.targets, round robin) vs. the same call to one URL:
   // the gateway's CPU per request, measured in the same run (the upstreams' CPU is not counted).

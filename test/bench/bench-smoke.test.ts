@@ -31,7 +31,7 @@ describe('npm run bench -- --smoke', function () {
     expect(code).to.equal(0);
     const report = JSON.parse(readFileSync(path.join(out, 'latest.json'), 'utf8')) as { results: Array<{ scenario: string; rows: Row[] }> };
     const scenarios = report.results.map((r) => r.scenario.split('.')[0]);
-    for (const number of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19'])
+    for (const number of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '20'])
       expect(scenarios, number).to.include(number);
 
     const proxyRows = report.results.find((r) => r.scenario.startsWith('3.'))!.rows.map((row) => row.name);
@@ -65,7 +65,7 @@ describe('npm run bench -- --smoke', function () {
         }
         continue;
       }
-      if (result.scenario.startsWith('19.')) {
+      if (result.scenario.startsWith('20.')) {
         // Runs at scale (SQLite only in smoke): latencies of runs asked one at a time, and one burst drained.
         for (const row of result.rows) {
           const label = `${result.scenario} / ${row.name}`;
