@@ -27,8 +27,8 @@ export const ENDED = ['succeeded', 'failed', 'timed_out', 'cancelled', 'lost'];
 
 /** The calls of those suites, as the signed-in user whose token `tokenOf` gives: start a run, read it, wait for its end. */
 export function runCalls(tokenOf: () => string, deadlineMs: number) {
-  const ask = async (gateway: GatewayProcess, endpoint: string) => {
-    const reply = await toolkitClient(gateway.base, tokenOf()).post('ops', endpoint, {});
+  const ask = async (gateway: GatewayProcess, endpoint: string, payload: Record<string, unknown> = {}) => {
+    const reply = await toolkitClient(gateway.base, tokenOf()).post('ops', endpoint, payload);
     expect(reply.status, JSON.stringify(reply.body)).to.equal(202);
     return reply.body.data.run_id as string;
   };

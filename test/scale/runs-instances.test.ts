@@ -10,7 +10,7 @@ import { call, loginToken } from '../support/http.js';
 import { SseFollower } from '../support/sse-client.js';
 import { withDatabase } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
-import { runCalls, runCommands } from './run-commands.js';
+import { ENDED, runCalls, runCommands } from './run-commands.js';
 
 const { marks, ticker, serial, once } = runCommands('tkgate-runs-scale');
 
@@ -19,6 +19,7 @@ const ops = {
   type: 'app',
   endpoints: [
     { path: 'ticker', method: 'POST', type: 'exec', run: 'async', command: [ticker], env: { MARKS: marks } },
+    { path: 'keyed', method: 'POST', type: 'exec', run: 'async', command: [ticker], env: { MARKS: marks }, concurrency_key: '$payload.service' },
     { path: 'serial', method: 'POST', type: 'exec', run: 'async', command: [serial], env: { MARKS: marks }, max_concurrency: 1 },
     { path: 'once', method: 'POST', type: 'exec', run: 'async', command: [once], env: { MARKS: marks }, max_concurrency: 50 },
   ],
@@ -26,7 +27,8 @@ const ops = {
 const toolkits = toolkitDir({ 'ops.yaml': ops });
 const shared = {
   toolkits: { dir: toolkits, watch: false },
-  runs: { heartbeat: '300ms', lost_after: '5s', cancel_grace: '500ms', drain_timeout: '1s' },
+  // A drain longer than lost_after: a draining instance's runs must not be taken for lost meanwhile.
+  runs: { heartbeat: '300ms', lost_after: '3s', cancel_grace: '500ms', drain_timeout: '6s' },
 };
 
 /** Runs on several instances (docs/runs.md, "Several instances"): real tkgate processes on one database. */
@@ -43,7 +45,7 @@ for (const dialect of dialects) {
     let a: GatewayProcess;
     let b: GatewayProcess;
     let token: string;
-    const { ask, ended } = runCalls(() => token, 30_000);
+    const { ask, runOn, ended } = runCalls(() => token, 30_000);
     /** The gateway running a run, by its command's parent process; and the other one. */
     const placed = async (id: string): Promise<[GatewayProcess, GatewayProcess, number]> => {
       const file = path.join(marks, `${id}.gateway`);
@@ -124,12 +126,35 @@ for (const dialect of dialects) {
       else b = replacement;
     });
 
-    it('on SIGTERM starts nothing more, lets running runs go on for runs.drain_timeout, then ends them failed (gateway_stopped)', async () => {
-      const id = await ask(a, 'ticker');
-      const [running, other, pid] = await placed(id);
-      expect(await running.stop('SIGTERM')).to.equal(0);
-      expect(await ended(other, id)).to.include({ status: 'failed', reason: 'gateway_stopped' });
-      await eventually('the command is gone', () => !alive(pid));
+    it('on SIGTERM starts nothing more and heartbeats its runs through runs.drain_timeout (longer than lost_after): never lost, they end failed (gateway_stopped), and only then does the next run of their key start on the other instance', async () => {
+      const first = await ask(a, 'keyed', { service: 'api' });
+      const [running, other, pid] = await placed(first);
+      const second = await ask(other, 'keyed', { service: 'api' });
+      expect((await runOn(other, second)).status).to.equal('queued');
+      const stopped = running.stop('SIGTERM');
+      // Watched from the other instance until the first ends: it stays running past lost_after, and the second waits.
+      const seen = new Set<string>();
+      const firstEnd = await eventually(
+        'the drained run ends',
+        async () => {
+          const [one, two] = await Promise.all([runOn(other, first), runOn(other, second)]);
+          seen.add(one.status);
+          if (one.status === 'running') expect(two.status, 'the second run of the key, while the first runs').to.equal('queued');
+          return ENDED.includes(one.status) ? one : undefined;
+        },
+        30_000,
+      );
+      expect([...seen]).to.not.include('lost');
+      expect(firstEnd).to.include({ status: 'failed', reason: 'gateway_stopped' });
+      expect(await stopped).to.equal(0);
+      await eventually('the drained command is gone', () => !alive(pid));
+      // The place the drain freed is taken by the instance left, within its poll.
+      const [runsSecond, , secondPid] = await placed(second);
+      expect(runsSecond, 'the second run starts on the instance left').to.equal(other);
+      expect((await runOn(other, second)).status).to.equal('running');
+      expect((await call('POST', `${other.base}/runs/${second}/cancel`, { token })).status).to.equal(202);
+      expect(await ended(other, second)).to.include({ status: 'cancelled' });
+      await eventually('the second command is gone', () => !alive(secondPid));
       const replacement = await start();
       if (running === a) a = replacement;
       else b = replacement;

@@ -241,12 +241,15 @@ export class Runs {
   /**
    * SIGTERM: no more runs start here; running ones get runs.drain_timeout to end, then are killed and end failed
    * (gateway_stopped). Followers' streams end (without `end`), so their clients resume on another instance.
+   * The tick goes on while they drain (`draining` leaves out its claims only): their heartbeats, their cancels and
+   * the look for silent runs. Stopped before them, no heartbeat was written during the drain, and another instance
+   * ended them lost after runs.lost_after and started the next run of their concurrency_key beside them.
    */
   async stop(): Promise<void> {
     this.draining = true;
-    clearInterval(this.timer);
     await this.dryRuns.stop();
     await this.local.drain(this.log);
+    clearInterval(this.timer);
     while (this.claims.busy || this.chores.busy) await new Promise((resolve) => setTimeout(resolve, 20));
     this.feeds.close();
     this.wakeups.close();
