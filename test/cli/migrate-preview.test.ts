@@ -77,9 +77,10 @@ for (const dialect of dialects) {
           'pending       014_schedules',
           'pending       015_notifications',
           'pending       016_trigger_deliveries',
+          'pending       017_run_output_bytes',
           'pending       tkgate-plugin-notes/001_notes',
           'pending       tkgate-plugin-notes/002_pinned',
-          '17 pending: `tkgate migrate` (or the next start) applies them',
+          '18 pending: `tkgate migrate` (or the next start) applies them',
           '',
         ].join('\n'),
       );
@@ -102,6 +103,7 @@ for (const dialect of dialects) {
         '-- 014_schedules',
         '-- 015_notifications',
         '-- 016_trigger_deliveries',
+        '-- 017_run_output_bytes',
         '-- tkgate-plugin-notes/001_notes',
         '-- tkgate-plugin-notes/002_pinned',
       ]);
@@ -127,7 +129,7 @@ for (const dialect of dialects) {
       expect(planned.length).to.be.greaterThan(10);
 
       const status = await cli('--status');
-      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(17);
+      expect(status.stdout.split('\n').filter((line) => line.startsWith('applied '))).to.have.length(18);
       expect(status.stdout).to.match(/\nup to date\n$/);
       expect((await cli('--dry-run')).stdout).to.equal('-- already up to date: nothing would run\n');
     });

@@ -59,8 +59,8 @@ for (const dialect of dialects) {
 
       const tables = JSON.stringify(await tableNames(s.bed.db, dialect.name));
       expect(tables).to.match(/tkgate_plugin_tkgate_plugin_counters_[0-9a-f]{8}"/);
-      // core's own table holds core's migrations only (001_initial … 016_trigger_deliveries)
-      expect(await s.bed.db('tkgate_migrations').count({ n: '*' }).first()).to.deep.include({ n: 15 });
+      // core's own table holds core's migrations only (001_initial … 017_run_output_bytes)
+      expect(await s.bed.db('tkgate_migrations').count({ n: '*' }).first()).to.deep.include({ n: 16 });
 
       await s.bed.db('plugin_counters').insert({ name: 'visits', hits: 3 });
       const dir = toolkitDir({ 'counters.yaml': counters });

@@ -23,6 +23,8 @@ const stubborn = script('stubborn', 'trap "" TERM; sleep 300 & echo $! > "$PID_D
 const jsonOut = script('json-out', 'printf \'{"deployed":true}\'');
 const chatty = script('chatty', 'head -c 3000 /dev/zero | tr "\\000" a; exit 0');
 const exits3 = script('exits-3', 'echo oops >&2; exit 3');
+/** A NUL byte and bytes that are not UTF-8, on stdout and stderr. */
+const binary = script('binary', "printf 'nul:\\000:end\\n'; printf 'bad:\\377\\376:\\000\\n' >&2");
 const sleeper = script('sleeper', 'sleep 30');
 const goDir = tempDir('tkgate-runs-go-');
 const pidDir = tempDir('tkgate-runs-pids-');
@@ -45,6 +47,7 @@ const ops = {
     async('deploy', [jsonOut]),
     async('chatty', [chatty], { max_output_bytes: 1000 }),
     async('exits', [exits3]),
+    async('binary', [binary]),
     async('slow', [sleeper], { timeout: '1s' }),
     async('single', [sleeper], { max_concurrency: 1, max_queued: 2 }),
     async('watched', [jsonOut], { runs: { view_power: 50, cancel_power: 60 } }),
@@ -124,6 +127,29 @@ for (const dialect of dialects) {
       const run = (await runOf(id, token)).body.data;
       expect(run.payload).to.deep.equal({ service: 'api' });
       expect(run.output_bytes).to.equal(Buffer.byteLength('first line\nto stderr\nlast line\n'));
+    });
+
+    it('keeps output holding NUL bytes whole on every database (PostgreSQL text refuses NUL: it was dropped), through the text form, the SSE stream and the result', async () => {
+      const token = await s.login('ann');
+      const id = (await toolkitClient(base(), token).post('ops', 'binary', {})).body.data.run_id;
+      const run = await ended(id, token);
+      // Bytes that are not UTF-8 are U+FFFD in the text (docs/runs.md); a NUL is itself.
+      const stdout = 'nul:\u0000:end\n';
+      const stderr = 'bad:\ufffd\ufffd:\u0000\n';
+      expect(run).to.include({ status: 'succeeded', output_bytes: Buffer.byteLength(stdout + stderr), output_truncated: false });
+      expect(run.result).to.deep.equal({ output: stdout });
+      const text = await call('GET', `${base()}/runs/${id}/output`, { token });
+      expect(text.status).to.equal(200);
+      expect([stdout + stderr, stderr + stdout]).to.include(text.body);
+      const follower = new SseFollower(`${base()}/runs/${id}/output`, { token });
+      await follower.done;
+      const events = follower.events.map(({ event, data }) => ({ event, data }));
+      expect(events).to.have.deep.members([
+        { event: 'stdout', data: stdout },
+        { event: 'stderr', data: stderr },
+        { event: 'end', data: JSON.stringify({ status: 'succeeded', exit_code: 0 }) },
+      ]);
+      expect(follower.text()).to.equal(text.body);
     });
 
     it('resumes after a dropped connection from Last-Event-ID (and ?after=): nothing lost or repeated, byte for byte', async () => {

@@ -15,6 +15,7 @@ import * as runClaims from './migrations/013_run_claims.js';
 import * as schedules from './migrations/014_schedules.js';
 import * as notifications from './migrations/015_notifications.js';
 import * as triggerDeliveries from './migrations/016_trigger_deliveries.js';
+import * as runOutputBytes from './migrations/017_run_output_bytes.js';
 
 /** Migrations are compiled in, not globbed from disk, so the installed binary carries them. */
 const migrations: Record<string, Knex.Migration> = {
@@ -33,6 +34,7 @@ const migrations: Record<string, Knex.Migration> = {
   '014_schedules': schedules,
   '015_notifications': notifications,
   '016_trigger_deliveries': triggerDeliveries,
+  '017_run_output_bytes': runOutputBytes,
 };
 
 const source: Knex.MigrationSource<string> = {

@@ -500,10 +500,10 @@ export class RunStore {
     );
   }
 
-  /** One batch of a run's chunks, in one statement. */
+  /** One batch of a run's chunks, in one statement; their text as UTF-8 bytes (migration 017: any character, NUL too). */
   async appendChunks(runId: string, chunks: readonly OutputChunk[]): Promise<void> {
     await this.db('run_output').insert(
-      chunks.map((chunk) => ({ run_id: runId, seq: chunk.seq, stream: chunk.stream, data: chunk.data, node: chunk.node ?? null })),
+      chunks.map((chunk) => ({ run_id: runId, seq: chunk.seq, stream: chunk.stream, data: Buffer.from(chunk.data, 'utf8'), node: chunk.node ?? null })),
     );
   }
 
@@ -515,7 +515,9 @@ export class RunStore {
       .orderBy('seq')
       .select('seq', 'stream', 'data', 'node')) as Array<Record<string, unknown>>;
     return rows.map((row) => {
-      const chunk: OutputChunk = { seq: Number(row.seq), stream: row.stream as OutputChunk['stream'], data: String(row.data) };
+      // Bytes; a row SQLite kept from before migration 017 is text.
+      const data = Buffer.isBuffer(row.data) ? row.data.toString('utf8') : String(row.data);
+      const chunk: OutputChunk = { seq: Number(row.seq), stream: row.stream as OutputChunk['stream'], data };
       if (row.node !== null && row.node !== undefined) chunk.node = String(row.node);
       return chunk;
     });
