@@ -10,9 +10,24 @@ import type { RunTransition } from './run-transitions.js';
 export type StopCause = { by: 'cancel'; who: string } | { by: 'gateway' };
 
 /**
+ * The largest `result` kept (its JSON, in bytes); a larger one is null, its text being the run's output anyway. The
+ * result is written with the run's end in one statement and read with every view of the run: exec's result of a run
+ * printing 32 MiB was its whole stdout, an UPDATE that MariaDB refused past `max_allowed_packet` (16 MiB by
+ * default), so the end was never recorded and the run ended `lost` after runs.lost_after.
+ */
+export const MAX_RESULT_BYTES = 1024 * 1024;
+
+/** A succeeded run's result as stored: its JSON, or null when it has none or it is larger than MAX_RESULT_BYTES. */
+function storedResult(result: unknown): string | null {
+  if (result === undefined) return null;
+  const json = JSON.stringify(result);
+  return json.length <= MAX_RESULT_BYTES && Buffer.byteLength(json) <= MAX_RESULT_BYTES ? json : null;
+}
+
+/**
  * A run's end as its command's outcome says it, unless core stopped it: a cancel ends it `cancelled`
  * (`cancelled_by`), the gateway's stop `failed` (`gateway_stopped`), a timeout `timed_out` (`timeout`).
- * `result` is kept only for a run that succeeded.
+ * `result` is kept only for a run that succeeded, up to MAX_RESULT_BYTES.
  */
 export function endOf(outcome: DetachedOutcome, stopped: StopCause | undefined, output: { bytes: number; truncated: boolean }, endedAt: number): RunEnd {
   let status: RunStatus = outcome.status;
@@ -24,7 +39,7 @@ export function endOf(outcome: DetachedOutcome, stopped: StopCause | undefined, 
     reason,
     exitCode: outcome.exitCode ?? null,
     signal: outcome.signal ?? null,
-    result: status === 'succeeded' && outcome.result !== undefined ? JSON.stringify(outcome.result) : null,
+    result: status === 'succeeded' ? storedResult(outcome.result) : null,
     outputBytes: output.bytes,
     outputTruncated: output.truncated,
     endedAt,

@@ -7,6 +7,14 @@ import type { OutputChunk } from '../run-store.js';
 export const MAX_CHUNK_BYTES = 64 * 1024;
 /** ... or this long after its first byte. */
 export const MAX_CHUNK_MS = 100;
+/**
+ * A batch holds chunks of at most this many bytes (one chunk alone may reach MAX_CHUNK_BYTES): one INSERT's text
+ * stays far below every database's statement size. A command printing faster than the database stores let the batch
+ * grow without bound: on MariaDB a batch past `max_allowed_packet` (16 MiB by default; bytes travel as hex, twice
+ * their size) was refused, dropping its connection, and tried again whole, again and again, while the run's reads
+ * timed out behind it.
+ */
+export const MAX_BATCH_BYTES = 2 * 1024 * 1024;
 /** A batch whose write failed is tried again this much later. */
 const RETRY_MS = 500;
 /** ... at most this often (a database down for 5 s loses that output, never the run). */
@@ -155,8 +163,8 @@ export class RunOutput implements OutputSink {
 }
 
 /**
- * Stores a run's chunks in batches: one INSERT for every chunk that came while the previous one was written, so
- * a fast command costs a statement per batch, never per chunk; each batch goes to `stored` once committed (the
+ * Stores a run's chunks in batches: one INSERT for every chunk that came while the previous one was written (up to
+ * MAX_BATCH_BYTES), so a fast command costs a statement per batch, never per chunk; each batch goes to `stored` once committed (the
  * followers on this instance get chunks that any other instance can read too). A failed batch is tried again, for a while.
  */
 export class BatchedChunkWriter implements ChunkWriter {
@@ -181,8 +189,7 @@ export class BatchedChunkWriter implements ChunkWriter {
 
   private async drain(): Promise<void> {
     while (this.queue.length > 0) {
-      const batch = this.queue;
-      this.queue = [];
+      const batch = this.nextBatch();
       for (let attempt = 1; ; attempt++) {
         try {
           await this.store(batch);
@@ -199,5 +206,17 @@ export class BatchedChunkWriter implements ChunkWriter {
       }
     }
     this.writing = undefined;
+  }
+
+  /** The oldest chunks waiting, up to MAX_BATCH_BYTES (at least one). */
+  private nextBatch(): OutputChunk[] {
+    let bytes = 0;
+    let count = 0;
+    while (count < this.queue.length) {
+      bytes += Buffer.byteLength(this.queue[count]!.data);
+      if (count > 0 && bytes > MAX_BATCH_BYTES) break;
+      count++;
+    }
+    return this.queue.splice(0, count);
   }
 }
