@@ -16,6 +16,8 @@ export function runCommands(prefix: string) {
       'ticker',
       'trap "" TERM; echo $PPID > "$MARKS/$TKGATE_RUN_ID.gateway"; echo $$ > "$MARKS/$TKGATE_RUN_ID.pid"; i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.1; done',
     ),
+    /** Says which gateway runs it, then ends by itself after SECONDS. */
+    lasting: script('lasting', 'echo $PPID > "$MARKS/$TKGATE_RUN_ID.gateway"; echo $$ > "$MARKS/$TKGATE_RUN_ID.pid"; sleep "$SECONDS_TO_RUN"; echo done'),
     /** Logs its start and end to one file: the two lines of a run are never apart when runs never overlap. */
     serial: script('serial', 'echo "start $TKGATE_RUN_ID" >> "$MARKS/serial.log"; sleep 0.2; echo "end $TKGATE_RUN_ID" >> "$MARKS/serial.log"'),
     /** Appends its run id to one file, once per start. */

@@ -12,7 +12,7 @@ import { withDatabase } from '../support/suite.js';
 import { toolkitDir } from '../support/toolkit-files.js';
 import { ENDED, runCalls, runCommands } from './run-commands.js';
 
-const { marks, ticker, serial, once } = runCommands('tkgate-runs-scale');
+const { marks, ticker, lasting, serial, once } = runCommands('tkgate-runs-scale');
 
 const ops = {
   name: 'ops',
@@ -20,6 +20,16 @@ const ops = {
   endpoints: [
     { path: 'ticker', method: 'POST', type: 'exec', run: 'async', command: [ticker], env: { MARKS: marks } },
     { path: 'keyed', method: 'POST', type: 'exec', run: 'async', command: [ticker], env: { MARKS: marks }, concurrency_key: '$payload.service' },
+    // Ends by itself inside the drain (6 s), after lost_after (3 s).
+    {
+      path: 'keyed-lasting',
+      method: 'POST',
+      type: 'exec',
+      run: 'async',
+      command: [lasting],
+      env: { MARKS: marks, SECONDS_TO_RUN: '4' },
+      concurrency_key: '$payload.service',
+    },
     { path: 'serial', method: 'POST', type: 'exec', run: 'async', command: [serial], env: { MARKS: marks }, max_concurrency: 1 },
     { path: 'once', method: 'POST', type: 'exec', run: 'async', command: [once], env: { MARKS: marks }, max_concurrency: 50 },
   ],
@@ -155,6 +165,33 @@ for (const dialect of dialects) {
       expect((await call('POST', `${other.base}/runs/${second}/cancel`, { token })).status).to.equal(202);
       expect(await ended(other, second)).to.include({ status: 'cancelled' });
       await eventually('the second command is gone', () => !alive(secondPid));
+      const replacement = await start();
+      if (running === a) a = replacement;
+      else b = replacement;
+    });
+
+    it('lets a run that ends by itself inside the drain, past lost_after, end succeeded, and the next run of its key start on the other instance', async () => {
+      const first = await ask(a, 'keyed-lasting', { service: 'web' });
+      const [running, other] = await placed(first);
+      const second = await ask(running, 'keyed-lasting', { service: 'web' });
+      const stopped = running.stop('SIGTERM');
+      const seen = new Set<string>();
+      const firstEnd = await eventually(
+        'the run ends inside the drain',
+        async () => {
+          const [one, two] = await Promise.all([runOn(other, first), runOn(other, second)]);
+          seen.add(one.status);
+          if (one.status === 'running') expect(two.status, 'the second run of the key, while the first runs').to.equal('queued');
+          return ENDED.includes(one.status) ? one : undefined;
+        },
+        30_000,
+      );
+      expect([...seen]).to.not.include('lost');
+      expect(firstEnd).to.include({ status: 'succeeded', exit_code: 0 });
+      expect(await stopped).to.equal(0);
+      const [runsSecond] = await placed(second);
+      expect(runsSecond, 'the second run starts on the instance left').to.equal(other);
+      expect(await ended(other, second)).to.include({ status: 'succeeded' });
       const replacement = await start();
       if (running === a) a = replacement;
       else b = replacement;
