@@ -9,10 +9,9 @@ export const MAX_CHUNK_BYTES = 64 * 1024;
 export const MAX_CHUNK_MS = 100;
 /**
  * A batch holds chunks of at most this many bytes (one chunk alone may reach MAX_CHUNK_BYTES): one INSERT's text
- * stays far below every database's statement size. A command printing faster than the database stores let the batch
- * grow without bound: on MariaDB a batch past `max_allowed_packet` (16 MiB by default; bytes travel as hex, twice
- * their size) was refused, dropping its connection, and tried again whole, again and again, while the run's reads
- * timed out behind it.
+ * stays far below every database's statement size. Unbounded, the batch of a command printing faster than the
+ * database stores grows with the backlog, and on MariaDB one past `max_allowed_packet` (16 MiB by default; bytes
+ * travel as hex, twice their size: 200 chunks of 64 KiB are refused) would be refused and tried again whole.
  */
 export const MAX_BATCH_BYTES = 2 * 1024 * 1024;
 /** A batch whose write failed is tried again this much later. */
@@ -164,8 +163,9 @@ export class RunOutput implements OutputSink {
 
 /**
  * Stores a run's chunks in batches: one INSERT for every chunk that came while the previous one was written (up to
- * MAX_BATCH_BYTES), so a fast command costs a statement per batch, never per chunk; each batch goes to `stored` once committed (the
- * followers on this instance get chunks that any other instance can read too). A failed batch is tried again, for a while.
+ * MAX_BATCH_BYTES), so a fast command costs a statement per batch, never per chunk; each batch goes to `stored`
+ * once committed (the followers on this instance get chunks that any other instance can read too). A failed batch
+ * is tried again, for a while.
  */
 export class BatchedChunkWriter implements ChunkWriter {
   private queue: OutputChunk[] = [];
