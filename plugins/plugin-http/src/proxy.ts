@@ -95,9 +95,14 @@ class ProxiedRequest implements UpstreamRequest {
     const fixed = fixedOf(upstream);
     this.url = upstream.url ?? '';
     // The trace context is the gateway's own (the upstream call's span), whatever the client sent: every transport sends these headers.
-    this.headers = { ...fixed.headers, 'x-request-id': call.requestId, traceparent: span.traceparent };
-    if (span.tracestate !== undefined) this.headers.tracestate = span.tracestate;
-    for (const [name, reference] of fixed.secretHeaders) this.headers[name] = secretValue(reference);
+    // Object.assign, not a spread: on Node 20 each property added to (or after) a spread copy gave the object a new
+    // map, ~0.5 µs a property (docs/performance.md, "The proxied JSON call").
+    const headers: Record<string, string> = Object.assign({}, fixed.headers);
+    headers['x-request-id'] = call.requestId;
+    headers.traceparent = span.traceparent;
+    if (span.tracestate !== undefined) headers.tracestate = span.tracestate;
+    for (const [name, reference] of fixed.secretHeaders) headers[name] = secretValue(reference);
+    this.headers = headers;
     this.connectionGroup = fixed.connectionGroup;
     // Connections are never shared between users: an answer an upstream sends out of turn can only reach the user it was meant for.
     this.caller = call.callerId;
