@@ -98,5 +98,19 @@ export function newSpanId(): string {
  * random bits, the rightmost 7 bytes all random as Level 2 asks), so a new trace costs no random draw.
  */
 export function traceIdOfRequest(requestId: string): string {
+  // A UUID's four dashes cut out by position: replaceAll cost ~0.3 µs more per proxied call (docs/performance.md,
+  // "The proxied JSON call"). Any other id (a dash left over, another length) takes the general rule.
+  if (
+    requestId.length === 36 &&
+    requestId.charCodeAt(8) === DASH &&
+    requestId.charCodeAt(13) === DASH &&
+    requestId.charCodeAt(18) === DASH &&
+    requestId.charCodeAt(23) === DASH
+  ) {
+    const cut = requestId.slice(0, 8) + requestId.slice(9, 13) + requestId.slice(14, 18) + requestId.slice(19, 23) + requestId.slice(24);
+    if (cut.indexOf('-') === -1) return cut;
+  }
   return requestId.replaceAll('-', '');
 }
+
+const DASH = 0x2d;
