@@ -106,6 +106,8 @@ for (const run of transportRuns) {
       expect(reply.status).to.equal(200);
       const seen = lastSeen('/file');
       expect(seen.tracestate).to.equal(undefined);
+      // A new trace's id is the request id's 32 hex digits.
+      expect(seen.traceId).to.equal(reply.headers.get('x-request-id')!.replaceAll('-', ''));
       expect((await accessLine(reply.headers.get('x-request-id'))).trace_id).to.equal(seen.traceId);
     });
 
