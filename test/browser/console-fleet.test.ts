@@ -21,7 +21,7 @@ const sqlite = dialects.filter((dialect) => dialect.name === 'sqlite');
  */
 for (const dialect of sqlite) {
   describe(`the console: a fleet run's page (${dialect.name})`, function () {
-    this.timeout(120_000);
+    this.timeout(240_000);
     const dir = tempDir('tkgate-console-fleet-');
     const toolkits = tempDir('tkgate-console-fleet-toolkits-');
     const inventoryFile = path.join(dir, 'nodes.json');
@@ -31,7 +31,8 @@ for (const dialect of sqlite) {
       const probe = await launchBrowser();
       if (!probe) this.skip();
       await probe!.close();
-      fleet = await startSshdNodes(2);
+      // Quiet logins: a login that reads root's rc files (seconds each on a loaded host) would outlast connect_timeout.
+      fleet = await startSshdNodes(2, { quietLogins: true });
       const nodes = Array.from({ length: 60 }, (_, i) => nodeOn(fleet, i % 2, `node-${String(i).padStart(3, '0')}`, { labels: { role: 'web' } }));
       nodes.push(nodeOn(fleet, 0, 'lost-1', { labels: { role: 'web' }, port: 1 }), nodeOn(fleet, 1, 'lost-2', { labels: { role: 'web' }, port: 1 }));
       writeFileSync(inventoryFile, JSON.stringify(nodes));
@@ -49,7 +50,8 @@ for (const dialect of sqlite) {
             // sshd drops unauthenticated connections past MaxStartups (10 by default): a few at once per server.
             parallel: 8,
             keep_going: true,
-            connect_timeout: '2s',
+            // Generous: on a loaded machine a reachable node must not end unreachable (the lost ones are refused at once).
+            connect_timeout: '15s',
             ssh: { key: { secret: `file:${path.join(fleet.dir, 'user_ed25519')}` } },
           },
         ],
@@ -88,25 +90,25 @@ for (const dialect of sqlite) {
         60_000,
       );
       const tab = await runPage(id);
-      await tab.locator('#node-counts').filter({ hasText: '60 succeeded · 2 failed' }).waitFor({ timeout: 15_000 });
+      await tab.locator('#node-counts').filter({ hasText: '60 succeeded · 2 failed' }).waitFor({ timeout: 60_000 });
       // A page of 50 by name, then the rest.
-      await tab.locator('#nodes tbody tr').first().waitFor();
+      await tab.locator('#nodes tbody tr').first().waitFor({ timeout: 60_000 });
       expect(await tab.locator('#nodes tbody tr').count()).to.equal(50);
       expect(await tab.locator('#nodes tbody tr').first().getAttribute('data-node')).to.equal('lost-1');
       await tab.getByRole('button', { name: 'Next page' }).click();
-      await tab.locator('#nodes caption').filter({ hasText: '12 nodes' }).waitFor();
+      await tab.locator('#nodes caption').filter({ hasText: '12 nodes' }).waitFor({ timeout: 60_000 });
       expect(await tab.getByRole('button', { name: 'Next page' }).isHidden()).to.equal(true);
       // Filtered by status: the two nodes that failed, with their reason.
       await tab.getByLabel('Node status').selectOption('failed');
-      await tab.locator('#nodes caption').filter({ hasText: '2 nodes' }).waitFor();
+      await tab.locator('#nodes caption').filter({ hasText: '2 nodes' }).waitFor({ timeout: 60_000 });
       expect(await tab.locator('#nodes tbody tr td:nth-child(4)').allTextContents()).to.deep.equal(['unreachable', 'unreachable']);
       // One node's output at a time.
       await tab.getByLabel('Node status').selectOption('succeeded');
-      await tab.locator('#nodes caption').filter({ hasText: '50 nodes' }).waitFor();
+      await tab.locator('#nodes caption').filter({ hasText: '50 nodes' }).waitFor({ timeout: 60_000 });
       await tab.getByRole('button', { name: 'node-001' }).click();
-      await tab.locator('#node-output').filter({ hasText: 'hello from server 1' }).waitFor({ timeout: 15_000 });
+      await tab.locator('#node-output').filter({ hasText: 'hello from server 1' }).waitFor({ timeout: 60_000 });
       await tab.getByRole('button', { name: 'node-002' }).click();
-      await tab.locator('#node-output').filter({ hasText: 'hello from server 0' }).waitFor({ timeout: 15_000 });
+      await tab.locator('#node-output').filter({ hasText: 'hello from server 0' }).waitFor({ timeout: 60_000 });
       expect(await tab.locator('#node-output').textContent()).not.to.include('server 1');
       expect(await tab.locator('#node-output-title').textContent()).to.equal('Output of node-002');
     });
