@@ -117,6 +117,25 @@ for (const dialect of dialects) {
       expect(line).to.deep.include({ path, status: 404, method: 'GET' });
     });
 
+    it('writes each line with its own method and path when calls of one route alternate them', async () => {
+      // A route's method, path and route text are kept while they repeat (ops/request-log.ts, requestHead).
+      const token = await s.login('mia');
+      const calls = [
+        ['GET', '/tk/app/shop/echo'],
+        ['POST', '/tk/app/shop/echo'],
+        ['GET', '/tk/app/shop/echo'],
+        ['GET', '/no/such/a'],
+        ['GET', '/no/such/b'],
+        ['DELETE', '/no/such/b'],
+        ['GET', '/no/such/a'],
+      ] as const;
+      for (const [method, path] of calls) {
+        const reply = await call(method, `${s.gateway.base}${path}`, { token, ...(method === 'POST' ? { body: {} } : {}) });
+        const line = await eventually(`the line of ${method} ${path}`, () => requestLines().find((entry) => entry.request_id === reply.body.request_id));
+        expect(line).to.deep.include({ method, path: `/api${path}`, route: path.startsWith('/tk/') ? 'tk/app/shop/echo' : 'other', status: reply.status });
+      }
+    });
+
     it('keeps route labels to templates: 1,000 distinct URLs add at most the label "other"', async () => {
       const token = await s.login('mia');
       const routesBefore = new Set((await scrape(s.gateway)).samples.filter((x) => x.name === 'tkgate_requests_total').map((x) => x.labels.route));

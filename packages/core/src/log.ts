@@ -116,18 +116,28 @@ export function createLogger(level: LogLevel = 'info', sink: LogSink = writeStdo
     }
     return stamp;
   };
-  const emit = (at: LogLevel) => (msg: string, fields?: LogFields | JsonMembers) => {
-    if (rank[at] > rank[level]) return;
-    // A usual line is its fields as JSON members after the three of its own, with no copy of them.
-    const members = membersOf(fields);
-    if (members !== undefined) {
-      sink(`{"time":"${now()}","level":"${at}","msg":${jsonString(msg)}${members ? `,${members}` : ''}}`);
-      return;
-    }
-    const own = fields as LogFields;
-    const record: LogFields = { time: now(), level: at, msg, ...own };
-    if (own.err !== undefined) record.err = describeError(own.err);
-    sink(JSON.stringify(record));
+  const emit = (at: LogLevel) => {
+    // `","level":…,"msg":…` of the level's last message: the same message line after line (the access line's
+    // `request`) is one piece of text, not three to join and escape again.
+    let lastMsg: string | undefined;
+    let levelAndMsg = '';
+    return (msg: string, fields?: LogFields | JsonMembers) => {
+      if (rank[at] > rank[level]) return;
+      // A usual line is its fields as JSON members after the three of its own, with no copy of them.
+      const members = membersOf(fields);
+      if (members !== undefined) {
+        if (msg !== lastMsg) {
+          lastMsg = msg;
+          levelAndMsg = `","level":"${at}","msg":${jsonString(msg)}`;
+        }
+        sink(members ? `{"time":"${now()}${levelAndMsg},${members}}` : `{"time":"${now()}${levelAndMsg}}`);
+        return;
+      }
+      const own = fields as LogFields;
+      const record: LogFields = { time: now(), level: at, msg, ...own };
+      if (own.err !== undefined) record.err = describeError(own.err);
+      sink(JSON.stringify(record));
+    };
   };
   return { error: emit('error'), warn: emit('warn'), info: emit('info'), debug: emit('debug') };
 }

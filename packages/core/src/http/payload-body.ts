@@ -231,10 +231,11 @@ function readBytes(ctx: GatewayContext, length: number, limit: number, timeoutMs
       req.off('close', onClose);
       req.off('error', onError);
     };
+    // `on`, not `once`: done() removes all four at the first of them, and once's wrappers cost every body read.
     req.on('data', onData);
-    req.once('end', onEnd);
-    req.once('close', onClose);
-    req.once('error', onError);
+    req.on('end', onEnd);
+    req.on('close', onClose);
+    req.on('error', onError);
   });
 }
 
