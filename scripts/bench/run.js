@@ -152,6 +152,9 @@ async function main() {
   const realtime = realtimeScheduled();
   if (realtime) log('real-time scheduling (chrt): the "workers: 2" rows are skipped, a cluster does not start under it\n');
   const twoWorkers = PLAN.extras && !realtime && (runs(1) || runs(3)) ? track(await startTkgate(config, [], { TKGATE_WORKERS: '2' })) : undefined;
+  // Like for like with the peers and baselines, none of which writes an access line: reported beside the goals' row
+  // (which keeps the default, log.access on), never judged (docs/performance.md, "One request path through Koa").
+  const noAccessLine = PLAN.extras && (runs(1) || runs(3)) ? track(await startTkgate(config, [], { TKGATE_LOG_ACCESS: 'false' })) : undefined;
   // The other build gets a database of its own, made by its own bench code: an older build refuses a schema
   // with migrations it does not know.
   const compared = compareBin ? track(await startComparedBuild(compareBin, upstream.port)) : undefined;
@@ -183,6 +186,7 @@ async function main() {
         tkgate('tkgate', gateway, status),
         comparedRow(status),
         twoWorkers && tkgate('tkgate, workers: 2', twoWorkers, status),
+        noAccessLine && tkgate('tkgate, log.access: false', noAccessLine, status),
         server('bare Koa', koa, { url: '/api/auth/status' }),
         server('fast-gateway (Map token check)', fastGateway, { url: '/api/auth/status', headers: auth }),
       ],
@@ -227,6 +231,7 @@ async function main() {
         tkgate('tkgate', gateway, { url: '/tk/app/bench/json', ...jsonPost }),
         comparedRow({ url: '/tk/app/bench/json', ...jsonPost }),
         twoWorkers && tkgate('tkgate, workers: 2', twoWorkers, { url: '/tk/app/bench/json', ...jsonPost }),
+        noAccessLine && tkgate('tkgate, log.access: false', noAccessLine, { url: '/tk/app/bench/json', ...jsonPost }),
         server('upstream direct', upstream, { url: '/json', ...direct }),
         server('bare Koa + undici proxy (no auth)', koaProxy, { url: '/json', ...direct }),
         server('fast-gateway (Map token check)', fastGateway, { url: '/json', ...jsonPost }),
