@@ -69,9 +69,9 @@ function accessMembers({ method, path, route, status, seconds, bytes, bytesRecei
 const requestHeads = new Map<string, { method: string; path: string; text: string }>();
 
 /**
- * `"method":…,"path":…,"route":…,` as one flat string, kept per route while its method and path repeat (most
- * routes have one path): built and escaped anew, it was the line's most concatenations and escape checks, and its
- * many small pieces made the turn's text slow to flatten when written (docs/performance.md, "The access line").
+ * `"method":…,"path":…,"route":…,` as one string, kept per route while its method and path repeat (most routes
+ * have one path): built and escaped anew, it was the line's most concatenations and escape checks
+ * (docs/performance.md, "The access line").
  */
 function requestHead(method: string, path: string, route: string): string {
   const known = requestHeads.get(route);
