@@ -65,7 +65,9 @@ describe('npm run bench -- --smoke', function () {
       if (result.scenario.startsWith('16.')) {
         for (const row of result.rows) {
           expect(row.kb_per_pair, `${result.scenario} / ${row.name}, settled`).to.be.a('number').above(0);
-          expect(row.kb_per_pair_collected, `${result.scenario} / ${row.name}, after a full collection`).to.be.a('number').above(0);
+          // The smoke run's 200 pairs hold about 4 MB, within what RSS after a full collection moves by on its own (a CI
+          // run read tkgate's as -0.2 MB): a figure is all it must give; the full run's 9,900 pairs are judged.
+          expect(row.kb_per_pair_collected, `${result.scenario} / ${row.name}, after a full collection`).to.be.a('number');
         }
         continue;
       }
