@@ -186,7 +186,10 @@ for (const run of transportRuns) {
         socket.write(`GET ${pathname} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
       });
       expect(result).to.deep.equal({ bytes: 100 * 1024 * 1024, wrong: 0 });
-      expect(peak - before).to.be.below(16);
+      // A gateway that held what the paused client has not read would grow by the rest of the body (~99 MB); one
+      // that waits grows by its TLS and stream buffers, plus what a GC held back on a loaded machine (+21 MB beside
+      // the parallel pass against 16 when quiet).
+      expect(peak - before, `RSS grew ${Math.round(peak - before)} MB`).to.be.below(48);
     });
   });
 }
