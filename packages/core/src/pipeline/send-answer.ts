@@ -1,6 +1,7 @@
 import { internalError } from '../errors.js';
 import type { GatewayContext } from '../http/context.js';
 import { sendData } from '../http/envelope.js';
+import { endOfTurn } from '../http/respond-at-turn-end.js';
 import { headersProblem } from '../header-rules.js';
 import type { Logger } from '../log.js';
 import { isReply, StreamedResponse, UPGRADED } from '../plugins/plugin-api.js';
@@ -64,6 +65,9 @@ async function sendStream(ctx: GatewayContext<ExecutingState>, result: StreamedR
   // of the next answer on the connection; strict, the write fails and the connection is cut instead.
   ctx.res.strictContentLength = true;
   try {
+    // Handed over at the end of the turn, as Koa's answers are (http/respond-at-turn-end.ts): a small answer the
+    // plugin holds whole by then goes out with its head back to back with the turn's others, not on its own wake-up.
+    await endOfTurn();
     await result.body(ctx.res);
     ctx.res.end();
   } catch (err) {
