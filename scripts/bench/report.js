@@ -62,7 +62,7 @@ export function writeReports(dir, report) {
   const md = [
     `# tkgate bench (${report.mode})`,
     '',
-    `${report.date}; Node ${report.node}; ${report.cores} cores shared by the load generator, the gateways and the upstream; ${report.load_generator}, ${report.connections} connections; ${report.plan.rounds} interleaved rounds of ${report.plan.measureS} s per target, medians (req/s range = min-max of the rounds)${report.load_average ? `; load average ${report.load_average.join(', ')}` : ''}.`,
+    `${report.date}; Node ${report.node}; ${report.cores} cores shared by the load generator, the gateways and the upstream; ${report.load_generator}, ${report.connections} connections; ${report.plan.rounds} interleaved rounds of ${report.plan.measureS} s per target (more where the disturbed column says so), each window after ${report.plan.rewarmS || report.plan.warmupS} s of the same load (${report.plan.warmupS} s in the first round), medians (req/s range = min-max of the rounds)${report.load_average ? `; load average ${report.load_average.join(', ')}` : ''}.`,
     '',
     `| ${HEADER.join(' | ')} |`,
     `|${HEADER.map(() => '---').join('|')}|`,
