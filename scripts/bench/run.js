@@ -46,7 +46,7 @@ const mode = process.argv.includes('--smoke') ? 'smoke' : process.argv.includes(
 /**
  * Seconds are whole (wrk's unit); rewarmS is the warm-up of rounds after the first; retries re-measure disturbed windows.
  * A window opened on a target left idle while the others were measured read every target's p99 up to 10x higher and
- * its CPU per request +10% (its pooled upstream connections closed meanwhile): each window is measured warm
+ * its CPU per request +10% (its pooled upstream connections, among what it had warm, closed meanwhile): each window is measured warm
  * (docs/performance.md, "How the figures are taken").
  */
 const PLAN = {
