@@ -46,8 +46,8 @@ const mode = process.argv.includes('--smoke') ? 'smoke' : process.argv.includes(
 /**
  * Seconds are whole (wrk's unit); rewarmS is the warm-up of rounds after the first; retries re-measure disturbed windows.
  * A window opened on a target left idle while the others were measured read every target's p99 up to 10x higher and
- * its CPU per request +10% (its pooled upstream connections, among what it had warm, closed meanwhile): each window is measured warm
- * (docs/performance.md, "How the figures are taken").
+ * its CPU per request +10% (its pooled upstream connections, among what it had warm, closed meanwhile): each window
+ * is measured warm (docs/performance.md, "How the figures are taken").
  */
 const PLAN = {
   full: { rounds: 3, warmupS: 2, rewarmS: 1, measureS: 3, retries: 1, sessions: 100_000, settleMs: 15_000, stormS: 6, extras: true },
