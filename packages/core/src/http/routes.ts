@@ -51,8 +51,9 @@ export function gatewayRouter(base: string, contributions: readonly RouteContrib
     const path = ctx.path;
     const method = ctx.method;
     const onPath = fixed.get(path);
-    const layer = onPath ? firstFor(onPath, method) : firstMatching(variable, path, method);
-    if (!layer) return otherMethod(ctx, onPath ?? variable.filter((each) => each.match(path)), next);
+    const candidates = onPath ? undefined : variable.candidates(path);
+    const layer = onPath ? firstFor(onPath, method) : firstMatching(candidates!, path, method);
+    if (!layer) return otherMethod(ctx, onPath ?? candidates!.filter((each) => each.match(path)), next);
     if (layer.name) ctx.state.route = layer.name;
     if (layer.paramNames.length > 0) (ctx as GatewayContext & { params: Record<string, string> }).params = layer.params(path, layer.captures(path));
     return chains.get(layer)!(ctx, next);
@@ -69,7 +70,7 @@ type RouteLayer = Router<GatewayState>['stack'][number];
  * (`fixed`, the same layers in the same order); any other path can only match a route with parameters or
  * a pattern (`variable`, in the router's order), tested as router.match tests them.
  */
-function matchTable(router: Router<GatewayState>): { fixed: Map<string, readonly RouteLayer[]>; variable: readonly RouteLayer[] } {
+function matchTable(router: Router<GatewayState>): { fixed: Map<string, readonly RouteLayer[]>; variable: VariableRoutes } {
   const isFixed = (layer: RouteLayer) =>
     typeof layer.path === 'string' &&
     layer.paramNames.length === 0 &&
@@ -82,7 +83,97 @@ function matchTable(router: Router<GatewayState>): { fixed: Map<string, readonly
     const path = layer.path as string;
     for (const each of [path, `${path}/`]) fixed.set(each, router.match(each, 'GET').path);
   }
-  return { fixed, variable: router.stack.filter((layer) => !isFixed(layer)) };
+  return { fixed, variable: new VariableRoutes(router.stack.filter((layer) => !isFixed(layer))) };
+}
+
+/**
+ * The routes with parameters and the patterns, by the first two segments of the path they match (`/api/tk/`):
+ * a request tests only those its path can match, in the router's order. Testing each in turn was a regular
+ * expression and a method check per route, some twenty for every toolkit call (docs/performance.md, "One request
+ * path through Koa"). A route's literal start is read off its regular expression (literalStart); one that does not
+ * fix two segments is tested for every path.
+ */
+export class VariableRoutes {
+  private readonly byStart = new Map<string, readonly RouteLayer[]>();
+  /** The routes whose literal start is shorter than two segments: the candidates of a path no route's start names. */
+  private readonly unkeyed: readonly RouteLayer[];
+
+  constructor(layers: readonly RouteLayer[]) {
+    const starts = layers.map((layer) => segmentsKey(literalStart(layer.regexp)));
+    const keys = new Set(starts.filter((key): key is string => key !== undefined));
+    // Each list keeps the router's order: a route of that start, or one whose start is too short to tell.
+    for (const key of keys)
+      this.byStart.set(
+        key,
+        layers.filter((_, i) => starts[i] === key || starts[i] === undefined),
+      );
+    this.unkeyed = layers.filter((_, i) => starts[i] === undefined);
+  }
+
+  /** The routes `path` may match, in the router's order: every other one cannot match it. */
+  candidates(path: string): readonly RouteLayer[] {
+    const key = segmentsKey(path);
+    return (key !== undefined && this.byStart.get(key)) || this.unkeyed;
+  }
+}
+
+/** The path up to and with its third `/` (`/api/tk/` of `/api/tk/app/...`), or undefined when it has fewer. */
+function segmentsKey(path: string): string | undefined {
+  const second = path.indexOf('/', 1);
+  const third = second < 0 ? -1 : path.indexOf('/', second + 1);
+  return third < 0 ? undefined : path.slice(0, third + 1);
+}
+
+/**
+ * The text every path a regular expression matches starts with, as far as it can be read for sure: after `^`
+ * (and path-to-regexp's `(?:`), plain characters and escaped punctuation up to the first operator. A character a
+ * quantifier follows is not part of it; an alternation, a case-insensitive or multiline pattern or an optional first group
+ * make it empty.
+ */
+export function literalStart(regexp: RegExp): string {
+  const source = regexp.source;
+  if (/[im]/.test(regexp.flags) || !source.startsWith('^') || source.includes('|')) return '';
+  let i = 1;
+  if (source.startsWith('(?:', i)) {
+    const close = closingParen(source, i);
+    if (close < 0 || '?*{'.includes(source.charAt(close + 1) || ' ')) return '';
+    i += 3;
+  }
+  let start = '';
+  while (i < source.length) {
+    const c = source.charAt(i);
+    let literal: string;
+    let width = 1;
+    if (c === '\\') {
+      const escaped = source.charAt(i + 1);
+      if (!/^[/\-.$^*+?()[\]{}|\\]$/.test(escaped)) break;
+      literal = escaped;
+      width = 2;
+    } else if (/^[A-Za-z0-9/_~!@%&=:;,'"<>`#-]$/.test(c)) {
+      literal = c;
+    } else {
+      break;
+    }
+    if ('?*{'.includes(source.charAt(i + width) || ' ')) break;
+    start += literal;
+    i += width;
+  }
+  return start;
+}
+
+/** The index of the `)` closing the group opened at `open`, or -1 (escapes and character classes skipped). */
+function closingParen(source: string, open: number): number {
+  let depth = 0;
+  let inClass = false;
+  for (let i = open; i < source.length; i++) {
+    const c = source.charAt(i);
+    if (c === '\\') i++;
+    else if (inClass) inClass = c !== ']';
+    else if (c === '[') inClass = true;
+    else if (c === '(') depth++;
+    else if (c === ')' && --depth === 0) return i;
+  }
+  return -1;
 }
 
 /** The first of a path's layers that answers the method (router.match's pathAndMethod[0]). */

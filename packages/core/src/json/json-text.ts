@@ -126,9 +126,17 @@ function keyEnd(text: string, i: number): number {
   return text.charCodeAt(i) === 0x3a /* : */ ? skipSpace(text, i + 1) : -1;
 }
 
+/**
+ * The stack of open containers, one for every check: checkJson is synchronous, so no two checks share it at
+ * once. A typed array made per call was the costliest single allocation of a proxied JSON call (~2k
+ * instructions, docs/performance.md).
+ */
+let openStack = new Uint8Array(65);
+
 /** Iterative (a stack of open containers, not recursion), so no depth of input can overflow it. */
 function checkJson(text: string, maxDepth: number): JsonTextProblem | undefined {
-  const open = new Uint8Array(maxDepth + 1);
+  if (openStack.length < maxDepth + 1) openStack = new Uint8Array(maxDepth + 1);
+  const open = openStack;
   let depth = 0;
   let i = skipSpace(text, 0);
   for (;;) {
