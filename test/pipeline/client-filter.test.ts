@@ -14,7 +14,7 @@ const filters = {
       type: 'internal',
       handler: 'echo',
       client_filter: {
-        allowed_fields: ['q', 'status', 'count', 'ratio', 'flag', 'tags', 'meta'],
+        allowed_fields: ['q', 'status', 'count', 'ratio', 'flag', 'tags', 'meta', 'title'],
         required_fields: ['q'],
         field_rules: {
           q: { type: 'string', max_length: 8, pattern: '^[a-z ]+$' },
@@ -24,6 +24,7 @@ const filters = {
           flag: { type: 'boolean' },
           tags: { type: 'array', max_length: 2 },
           meta: { type: 'object' },
+          title: { type: 'string', max_length: 4 },
         },
       },
     },
@@ -100,6 +101,11 @@ for (const dialect of dialects) {
       expect(ok.status).to.equal(200);
       const tooLong = await (await client()).post('filters', 'typed', { q: 'abcdefghi' });
       expect(tooLong.body.error.details).to.deep.equal([{ field: 'q', rule: 'max_length', message: 'q must be at most 8 long' }]);
+      // Characters are code points: four emoji are eight UTF-16 units, and within max_length 4.
+      const emoji = await (await client()).post('filters', 'typed', { q: 'abc', title: '\u{1F600}\u{1F680}\u{1F4A1}\u{2705}' });
+      expect(emoji.status, JSON.stringify(emoji.body)).to.equal(200);
+      const fiveEmoji = await (await client()).post('filters', 'typed', { q: 'abc', title: '\u{1F600}\u{1F680}\u{1F4A1}\u{2705}\u{1F600}' });
+      expect(fiveEmoji.body.error.details).to.deep.equal([{ field: 'title', rule: 'max_length', message: 'title must be at most 4 long' }]);
       const pattern = await (await client()).post('filters', 'typed', { q: 'ABC' });
       expect(pattern.body.error.details).to.deep.equal([{ field: 'q', rule: 'pattern', message: 'q must match ^[a-z ]+$' }]);
     });

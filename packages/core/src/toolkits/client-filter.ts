@@ -210,8 +210,11 @@ function checkValue(field: string, raw: unknown, rule: CompiledFieldRule, source
   const value = rule.type && source === 'text-fields' ? coerce(raw, rule.type) : raw;
   if (rule.type && !hasType(value, rule.type)) return fail('type', `must be ${article(rule.type)}`);
   if (rule.maxLength !== undefined) {
-    const length = typeof value === 'string' ? [...value].length : Array.isArray(value) ? value.length : undefined;
-    if (length !== undefined && length > rule.maxLength) return fail('max_length', `must be at most ${rule.maxLength} long`);
+    const max = rule.maxLength;
+    // Characters are code points; a string has no more of them than UTF-16 units, so only a string longer in units
+    // is counted (the spread makes an array of its code points).
+    const tooLong = typeof value === 'string' ? value.length > max && [...value].length > max : Array.isArray(value) && value.length > max;
+    if (tooLong) return fail('max_length', `must be at most ${max} long`);
   }
   if (rule.pattern) {
     if (typeof value !== 'string') return fail('pattern', 'must be a string matching the pattern');
