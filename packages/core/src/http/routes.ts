@@ -51,9 +51,9 @@ export function gatewayRouter(base: string, contributions: readonly RouteContrib
     const path = ctx.path;
     const method = ctx.method;
     const onPath = fixed.get(path);
-    const candidates = onPath ? undefined : variable.candidates(path);
-    const layer = onPath ? firstFor(onPath, method) : firstMatching(candidates!, path, method);
-    if (!layer) return otherMethod(ctx, onPath ?? candidates!.filter((each) => each.match(path)), next);
+    const layers = onPath ?? variable.candidates(path);
+    const layer = onPath ? firstFor(onPath, method) : firstMatching(layers, path, method);
+    if (!layer) return otherMethod(ctx, onPath ?? layers.filter((each) => each.match(path)), next);
     if (layer.name) ctx.state.route = layer.name;
     if (layer.paramNames.length > 0) (ctx as GatewayContext & { params: Record<string, string> }).params = layer.params(path, layer.captures(path));
     return chains.get(layer)!(ctx, next);
@@ -136,7 +136,7 @@ export function literalStart(regexp: RegExp): string {
   let i = 1;
   if (source.startsWith('(?:', i)) {
     const close = closingParen(source, i);
-    if (close < 0 || '?*{'.includes(source.charAt(close + 1) || ' ')) return '';
+    if (close < 0 || quantifiedAt(source, close + 1)) return '';
     i += 3;
   }
   let start = '';
@@ -154,12 +154,15 @@ export function literalStart(regexp: RegExp): string {
     } else {
       break;
     }
-    if ('?*{'.includes(source.charAt(i + width) || ' ')) break;
+    if (quantifiedAt(source, i + width)) break;
     start += literal;
     i += width;
   }
   return start;
 }
+
+/** Whether a quantifier (`?`, `*`, `{n,m}`) stands at `at`: what precedes it may be absent or repeated. */
+const quantifiedAt = (source: string, at: number): boolean => at < source.length && '?*{'.includes(source.charAt(at));
 
 /** The index of the `)` closing the group opened at `open`, or -1 (escapes and character classes skipped). */
 function closingParen(source: string, open: number): number {
